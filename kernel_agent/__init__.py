@@ -1,0 +1,1 @@
+"""kagent's agent side: tasks, kernels bound to tasks, checks, and the command line."""

@@ -1,0 +1,100 @@
+"""`kagent check`: compile one kernel, run it on every size, compare, time it beside the baseline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping
+
+from sandbox import (
+    GpuWorker, LaunchPlanError, Outcome, Request, Settings, Status, ceilings, outcome_from_reply, roofline,
+    target_arch,
+)
+
+from .kernel import Kernel, load_kernel, program, size_cases, static_resource_problem
+from .task import Task
+
+SUSPECT_FRACTION = 1.1  # measured faster than 110% of a measured ceiling: something is off
+
+
+class BaselineError(RuntimeError):
+    """The task's own baseline kernel failed: the task, not the candidate, needs fixing."""
+
+
+def check(
+    task: Task,
+    kernel_path: str | Path | None = None,
+    knobs: Mapping[str, str] | None = None,
+    flags: list[str] | None = None,
+    arch: str | None = None,
+    worker: GpuWorker | None = None,
+    settings: Settings | None = None,
+) -> Outcome:
+    """Compile (and, given a worker, run and time) a kernel for a task. Never raises for kernel faults."""
+    arch = target_arch(arch)
+    baseline_path = task.path(task.baseline)
+    kernel = load_kernel(kernel_path or baseline_path, knobs, flags)
+    outcome, prog = compile_and_plan("candidate", task, kernel, arch)
+    if outcome.status is not Status.ok or worker is None:
+        return outcome
+    programs = [prog]
+    is_baseline = kernel.path.resolve() == baseline_path and not knobs and not flags
+    if not is_baseline:
+        base_outcome, base_prog = compile_and_plan("baseline", task, load_kernel(baseline_path), arch)
+        if base_outcome.status is not Status.ok:
+            raise BaselineError(f"the task's baseline does not build: {base_outcome.message}")
+        programs.append(base_prog)
+    request = Request(
+        reference=task.function_spec(task.reference),
+        library=task.function_spec(task.library) if task.library else None,
+        sizes=size_cases(task), timed_index=0, programs=programs, settings=settings or Settings(),
+    )
+    reply = worker.evaluate(request)
+    if reply.get("failed_program") == "baseline":
+        raise BaselineError(f"the task's baseline kernel failed: {reply.get('message')}")
+    result = outcome_from_reply(reply)
+    result.candidate_id, result.arch, result.resources = outcome.candidate_id, arch, outcome.resources
+    if result.status is Status.ok and result.timing:
+        add_speed(result, request, worker, is_baseline)
+    return result
+
+
+def compile_and_plan(label: str, task: Task, kernel: Kernel, arch: str):
+    """Compile and resolve launches; return (outcome so far, program or None)."""
+    compiled = kernel.compile(arch)
+    outcome = Outcome(status=Status.ok, candidate_id=compiled.key, arch=arch, log=compiled.log,
+                      resources=compiled.resources, message="compiled")
+    if not compiled.ok:
+        outcome.status = Status.compile_error
+        outcome.message = _first_error(compiled.log)
+        return outcome, None
+    try:
+        prog = program(label, task, kernel, compiled)
+    except LaunchPlanError as exc:
+        outcome.status, outcome.message = Status.launch_error, str(exc)
+        return outcome, None
+    if problem := static_resource_problem(prog, compiled.resources, arch):
+        outcome.status, outcome.message = Status.resource_error, problem
+        return outcome, None
+    return outcome, prog
+
+
+def add_speed(result: Outcome, request: Request, worker: GpuWorker, is_baseline: bool) -> None:
+    timed = request.sizes[request.timed_index]
+    result.baseline_timing = result.timing if is_baseline else result.baseline_timing
+    if result.baseline_timing:
+        result.speedup = result.baseline_timing.median_ms / result.timing.median_ms
+    if result.library_timing:
+        result.library_speedup = result.library_timing.median_ms / result.timing.median_ms
+    result.roofline = roofline(result.timing, timed.bytes_moved, timed.flops, ceilings(worker))
+    fraction = result.roofline.fraction
+    if fraction is not None and fraction > SUSPECT_FRACTION:
+        result.flags.append(
+            f"suspect: {fraction:.0%} of a measured hardware ceiling; the kernel skips work, or the "
+            "task's cost model overstates it")
+
+
+def _first_error(log: str) -> str:
+    for line in log.splitlines():
+        if "error" in line:
+            return line.strip()
+    return log.strip().splitlines()[0] if log.strip() else "compile failed"

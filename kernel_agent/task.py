@@ -1,0 +1,180 @@
+"""The task format: a YAML file naming a NumPy reference, buffers, sizes, tolerances and kernels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from sandbox import DTYPES, ExprError, Init, expr_names
+
+IDENT = r"^[A-Za-z_]\w*$"
+
+
+class TaskError(ValueError):
+    """A task file that cannot be used; each line names a field path and what was expected."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Tensor(_Strict):
+    shape: list[str | int] = Field(description="dims by name (or fixed ints); [] for a scalar output")
+    dtype: str = "float32"
+
+    @field_validator("dtype")
+    @classmethod
+    def _known_dtype(cls, value: str) -> str:
+        if value not in DTYPES:
+            raise ValueError(f"unknown dtype {value!r}; expected one of {', '.join(DTYPES)}")
+        return value
+
+
+class Input(Tensor):
+    init: Init = Field(default_factory=Init, description="how random inputs are drawn")
+
+
+class Output(Tensor):
+    atol: float = Field(1e-5, ge=0, description="absolute tolerance")
+    rtol: float = Field(1e-5, ge=0, description="relative tolerance (times |reference|)")
+    exact: bool | None = Field(None, description="compare exactly; default for integer and bool dtypes")
+    accumulate: bool = Field(False, description="kernel adds into it (atomics): zeroed, not poisoned")
+
+    @property
+    def compare_exactly(self) -> bool:
+        return self.exact if self.exact is not None else not DTYPES[self.dtype].is_float
+
+
+class Scalar(_Strict):
+    dtype: Literal["float32", "float64", "int32", "int64"] = "float32"
+    value: float | int
+
+
+class Cost(_Strict):
+    bytes: str | None = Field(None, description="bytes a perfect kernel moves through DRAM (expression)")
+    flops: str | None = Field(None, description="floating-point operations (expression)")
+
+
+class Task(_Strict):
+    name: str = Field(pattern=IDENT)
+    description: str = ""
+    reference: str = Field(description="'file.py:function', relative to the task file")
+    library: str | None = Field(None, description="'file.py:function' taking torch tensors, timed alongside")
+    dims: dict[str, int] = Field(description="the timed size")
+    check_sizes: list[dict[str, int]] = Field(min_length=1, description="extra correctness sizes")
+    index_dtype: Literal["int32", "int64"] = "int32"
+    inputs: dict[str, Input]
+    outputs: dict[str, Output] = Field(min_length=1)
+    scalars: dict[str, Scalar] = Field(default_factory=dict)
+    params: list[str] = Field(description="the kernel's parameter order: buffer, dim and scalar names")
+    cost: Cost = Field(default_factory=Cost)
+    baseline: str = Field(description="path of the naive baseline kernel, relative to the task file")
+    variants: dict[str, str] = Field(default_factory=dict, description="expert variant kernels")
+    root: Path = Field(Path("."), exclude=True, description="folder of the task file (set by the loader)")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Task":
+        problems: list[str] = []
+        dim_names = set(self.dims)
+        for size_index, size in enumerate(self.check_sizes):
+            if set(size) != dim_names:
+                problems.append(f"check_sizes.{size_index}: has dims {sorted(size)}, expected {sorted(dim_names)}")
+        for size_index, size in enumerate([self.dims, *self.check_sizes]):
+            for dim, value in size.items():
+                if value < 1:
+                    problems.append(f"dims: {dim}={value} must be at least 1 (size {size_index})")
+        for group in ("inputs", "outputs"):
+            for name, tensor in getattr(self, group).items():
+                for axis in tensor.shape:
+                    if isinstance(axis, str) and axis not in dim_names:
+                        problems.append(f"{group}.{name}.shape: unknown dim {axis!r} (dims: {sorted(dim_names)})")
+        names = [*self.inputs, *self.outputs, *self.scalars, *self.dims]
+        duplicated = {n for n in names if names.count(n) > 1}
+        if duplicated:
+            problems.append(f"names used twice across inputs/outputs/scalars/dims: {sorted(duplicated)}")
+        for index, param in enumerate(self.params):
+            if param not in names:
+                problems.append(f"params.{index}: unknown name {param!r} (known: {', '.join(names)})")
+        for field_name in ("bytes", "flops"):
+            text = getattr(self.cost, field_name)
+            if text is None:
+                continue
+            try:
+                unknown = expr_names(text) - dim_names
+            except ExprError as exc:
+                problems.append(f"cost.{field_name}: {exc}")
+                continue
+            if unknown:
+                problems.append(f"cost.{field_name}: unknown names {sorted(unknown)}")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @property
+    def sizes(self) -> list[dict[str, int]]:
+        """Every size the kernel is checked on; the timed size comes first."""
+        return [self.dims, *self.check_sizes]
+
+    def path(self, relative: str) -> Path:
+        return (self.root / relative).resolve()
+
+    def function_spec(self, spec: str) -> str:
+        """'file.py:function' with the file made absolute, for the worker process."""
+        file, name = spec.split(":")
+        return f"{self.path(file)}:{name}"
+
+    def kernel_paths(self) -> dict[str, Path]:
+        return {"baseline": self.path(self.baseline), **{k: self.path(v) for k, v in self.variants.items()}}
+
+
+def load_task(path: str | Path) -> Task:
+    """Read and validate a task file; raise TaskError listing every problem with its field path."""
+    path = Path(path)
+    if not path.is_file():
+        raise TaskError(f"{path}: no such task file")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise TaskError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise TaskError(f"{path}: expected a mapping of task fields at the top level")
+    try:
+        task = Task.model_validate({**data, "root": path.parent.resolve()})
+    except ValidationError as exc:
+        raise TaskError(f"{path}:\n" + format_errors(exc)) from None
+    missing = [
+        f"  {field}: file {rel!r} not found"
+        for field, rel in [("reference", task.reference.split(":")[0]), ("baseline", task.baseline),
+                           *[(f"variants.{k}", v) for k, v in task.variants.items()],
+                           *([("library", task.library.split(":")[0])] if task.library else [])]
+        if not task.path(rel).is_file()
+    ]
+    for field, ref in [("reference", task.reference), ("library", task.library)]:
+        if ref is not None and ref.count(":") != 1:
+            missing.append(f"  {field}: expected 'file.py:function', got {ref!r}")
+    if missing:
+        raise TaskError(f"{path}:\n" + "\n".join(missing))
+    return task
+
+
+def format_errors(exc: ValidationError) -> str:
+    lines = []
+    for error in exc.errors():
+        location = ".".join(str(part) for part in error["loc"]) or "(top level)"
+        message = error["msg"].removeprefix("Value error, ")
+        if location == "(top level)" and "; " in message:
+            lines.extend(f"  {part}" for part in message.split("; "))
+        else:
+            lines.append(f"  {location}: {message}")
+    return "\n".join(lines)
+
+
+def discover(folder: str | Path) -> list[Path]:
+    """Task files under a folder (or the file itself)."""
+    folder = Path(folder)
+    if folder.is_file():
+        return [folder]
+    return sorted(p for p in folder.rglob("*.yaml") if not p.name.startswith("."))

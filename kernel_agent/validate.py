@@ -1,0 +1,65 @@
+"""`kagent tasks validate`: every task file, reference and kernel checked without a GPU."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sandbox import LaunchPlanError, Status, trivial_passes
+
+from .check import compile_and_plan
+from .kernel import KernelError, load_kernel, size_cases
+from .task import TaskError, load_task
+
+PROBE_MAX_ELEMENTS = 4_000_000  # the reference probe runs at the largest size under this
+
+
+@dataclass
+class TaskReport:
+    path: Path
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    kernels: dict[str, str] = field(default_factory=dict)  # label -> "ok (N regs)" or the failure
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def validate_task(path: Path, arch: str = "sm_90", compile_kernels: bool = True) -> TaskReport:
+    report = TaskReport(path=path)
+    try:
+        task = load_task(path)
+    except TaskError as exc:
+        report.errors.append(str(exc))
+        return report
+    for label, kernel_path in task.kernel_paths().items():
+        try:
+            kernel = load_kernel(kernel_path)
+        except KernelError as exc:
+            report.errors.append(f"{label}: {exc}")
+            continue
+        if not compile_kernels:
+            continue
+        try:
+            outcome, _ = compile_and_plan(label, task, kernel, arch)
+        except LaunchPlanError as exc:
+            report.errors.append(f"{label}: {exc}")
+            continue
+        if outcome.status is Status.ok:
+            registers = ", ".join(f"{r.name} {r.registers} regs" for r in outcome.resources)
+            report.kernels[label] = f"compiles for {arch} ({registers})"
+        else:
+            report.errors.append(f"{label} ({kernel_path.name}): {outcome.status.value}: {outcome.message}")
+    cases = size_cases(task)
+    probe = max((c for c in cases if _elements(c) <= PROBE_MAX_ELEMENTS), key=_elements, default=None)
+    if probe is not None:
+        try:
+            report.warnings += trivial_passes(task.function_spec(task.reference), probe)
+        except Exception as exc:  # the reference is the task author's code: report, never crash
+            report.errors.append(f"reference: calling it failed: {type(exc).__name__}: {exc}")
+    return report
+
+
+def _elements(case) -> int:
+    return sum(b.count for b in case.buffers)

@@ -1,0 +1,29 @@
+"""kagent's sandbox: compile kernels with NVRTC, run them in an isolated GPU worker, check, time.
+
+This is the package's public API; `kernel_agent` imports nothing else from `sandbox`. Importing it
+never needs a GPU or CuPy: only the worker process imports CuPy.
+"""
+
+from .calibration import ceilings, roofline
+from .classify import outcome_from_reply
+from .client import GpuWorker, SandboxError
+from .compiler import CompileResult, compile_many, compile_source
+from .directives import SPECIALISTS, DirectiveError, Directives, Knob
+from .directives import parse as parse_directives
+from .dtypes import DTYPES
+from .expr import ExprError, evaluate, evaluate_int
+from .expr import names as expr_names
+from .launch import LaunchPlanError, plan
+from .outcome import KernelResources, Mismatch, Outcome, Roofline, Status, Timing, trim_log
+from .probe import trivial_passes
+from .problem import Buffer, Init, Program, Request, Settings, SizeCase
+from .toolchain import ToolchainError, detect_arch, include_dirs, nvrtc_version, target_arch
+
+__all__ = [
+    "Buffer", "CompileResult", "DTYPES", "DirectiveError", "Directives", "ExprError", "GpuWorker",
+    "Init", "KernelResources", "Knob", "LaunchPlanError", "Mismatch", "Outcome", "Program", "Request",
+    "Roofline", "SPECIALISTS", "SandboxError", "Settings", "SizeCase", "Status", "Timing",
+    "ToolchainError", "ceilings", "compile_many", "compile_source", "detect_arch", "evaluate",
+    "evaluate_int", "expr_names", "include_dirs", "nvrtc_version", "outcome_from_reply",
+    "parse_directives", "plan", "roofline", "target_arch", "trim_log", "trivial_passes",
+]

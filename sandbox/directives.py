@@ -1,0 +1,168 @@
+"""Parse the `// @kagent` directives that give a kernel file its own launch contract."""
+
+from __future__ import annotations
+
+import re
+from typing import Mapping
+
+from pydantic import BaseModel, Field
+
+from . import expr
+from .dtypes import lookup
+
+SPECIALISTS = ("launch", "memory", "compute", "reduction")
+
+_DIRECTIVE = re.compile(r"^\s*//\s*@kagent\s+(.*?)\s*$")
+_KNOB = re.compile(r"^knob\s+([A-Za-z_]\w*)\s*\[(\w+)\]\s*:\s*(.+)$")
+_SCRATCH = re.compile(r"^scratch\s+([A-Za-z_]\w*)\s*:\s*(.+)$")
+_KEYED = re.compile(r"^(entry|grid|block|smem|params)\s*:\s*(.*)$")
+_IDENT = re.compile(r"^[A-Za-z_]\w*$")
+
+
+class DirectiveError(ValueError):
+    """A kernel file whose directives are missing or malformed; the message names the line."""
+
+
+class Knob(BaseModel):
+    name: str
+    specialist: str = Field(description="launch | memory | compute | reduction: who tunes it")
+    values: list[str] = Field(description="allowed values, as compiler macro text; first is default")
+
+    @property
+    def default(self) -> str:
+        return self.values[0]
+
+
+class Scratch(BaseModel):
+    name: str
+    count: str = Field(description="element count, an expression over dims and knobs")
+    dtype: str
+    zeroed: bool = Field(description="zeroed before each launch; otherwise filled with poison")
+
+
+class Entry(BaseModel):
+    """One `__global__` function and how to launch it."""
+
+    name: str
+    grid: list[str] = Field(default_factory=list)
+    block: list[str] = Field(default_factory=list)
+    smem: str = "0"
+    params: list[str] | None = Field(None, description="overrides the task's parameter order")
+    line: int = 0
+
+
+class Directives(BaseModel):
+    entries: list[Entry]
+    knobs: dict[str, Knob] = Field(default_factory=dict)
+    scratch: dict[str, Scratch] = Field(default_factory=dict)
+
+    def default_knobs(self) -> dict[str, str]:
+        return {k.name: k.default for k in self.knobs.values()}
+
+    def resolve_knobs(self, overrides: Mapping[str, str]) -> dict[str, str]:
+        """Defaults overlaid with user choices; a name or value outside the declared lists is refused."""
+        chosen = self.default_knobs()
+        for name, value in overrides.items():
+            if name not in self.knobs:
+                known = ", ".join(self.knobs) or "none"
+                raise DirectiveError(f"unknown knob {name!r} (this kernel declares: {known})")
+            if str(value) not in self.knobs[name].values:
+                allowed = " ".join(self.knobs[name].values)
+                raise DirectiveError(f"knob {name}={value} is not one of its values: {allowed}")
+            chosen[name] = str(value)
+        return chosen
+
+
+def parse(source: str) -> Directives:
+    """Read all directives of a kernel source; raise DirectiveError with the line number on error."""
+    entries: list[Entry] = []
+    knobs: dict[str, Knob] = {}
+    scratch: dict[str, Scratch] = {}
+    for number, line in enumerate(source.splitlines(), start=1):
+        match = _DIRECTIVE.match(line)
+        if not match:
+            continue
+        body = match.group(1)
+        try:
+            _apply(body, number, entries, knobs, scratch)
+        except (expr.ExprError, ValueError) as exc:
+            raise DirectiveError(f"line {number}: {exc}") from None
+    if not entries:
+        raise DirectiveError(
+            "no '// @kagent entry: NAME' directive: the file does not say which kernel to launch"
+        )
+    for entry in entries:
+        if not entry.grid or not entry.block:
+            missing = "grid" if not entry.grid else "block"
+            raise DirectiveError(f"line {entry.line}: entry {entry.name!r} has no {missing}: directive")
+        if not re.search(rf"__global__[^;{{]*\b{re.escape(entry.name)}\s*\(", source):
+            raise DirectiveError(
+                f"line {entry.line}: entry {entry.name!r} names no __global__ function in the file"
+            )
+    return Directives(entries=entries, knobs=knobs, scratch=scratch)
+
+
+def _apply(body: str, number: int, entries: list[Entry], knobs: dict, scratch: dict) -> None:
+    if m := _KNOB.match(body):
+        name, specialist, values = m.group(1), m.group(2), m.group(3).split()
+        if specialist not in SPECIALISTS:
+            raise ValueError(f"knob {name}: specialist {specialist!r} is not one of {SPECIALISTS}")
+        if name in knobs:
+            raise ValueError(f"knob {name} declared twice")
+        if len(set(values)) != len(values):
+            raise ValueError(f"knob {name} lists a value twice")
+        knobs[name] = Knob(name=name, specialist=specialist, values=values)
+        return
+    if m := _SCRATCH.match(body):
+        words = m.group(2).split()
+        zeroed = words[-1] == "zeroed"
+        if zeroed:
+            words.pop()
+        if len(words) < 2:
+            raise ValueError(f"scratch {m.group(1)}: expected 'COUNT DTYPE [zeroed]'")
+        dtype, count = words.pop(), " ".join(words)
+        lookup(dtype)
+        expr.parse(count)
+        scratch[m.group(1)] = Scratch(name=m.group(1), count=count, dtype=dtype, zeroed=zeroed)
+        return
+    m = _KEYED.match(body)
+    if not m:
+        raise ValueError(f"unknown directive {body!r}; expected entry, grid, block, smem, params, knob or scratch")
+    key, value = m.groups()
+    if key == "entry":
+        if not _IDENT.match(value):
+            raise ValueError(f"entry {value!r} is not a C identifier")
+        entries.append(Entry(name=value, line=number))
+        return
+    if not entries:
+        raise ValueError(f"'{key}:' comes before any 'entry:' directive")
+    entry = entries[-1]
+    if key in ("grid", "block"):
+        dims = [part.strip() for part in _split_top_level(value)]
+        if not 1 <= len(dims) <= 3:
+            raise ValueError(f"{key} takes 1 to 3 expressions, got {len(dims)}")
+        for d in dims:
+            expr.parse(d)
+        setattr(entry, key, dims)
+    elif key == "smem":
+        expr.parse(value)
+        entry.smem = value
+    else:
+        params = [p.strip() for p in value.split(",") if p.strip()]
+        if not all(_IDENT.match(p) for p in params):
+            raise ValueError(f"params must be names separated by commas, got {value!r}")
+        entry.params = params
+
+
+def _split_top_level(text: str) -> list[str]:
+    """Split on commas that are not inside parentheses (so `ceil_div(a, b), c` is two parts)."""
+    parts, depth, current = [], 0, []
+    for ch in text:
+        if ch == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+            continue
+        depth += (ch == "(") - (ch == ")")
+        current.append(ch)
+    parts.append("".join(current))
+    return parts

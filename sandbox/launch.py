@@ -1,0 +1,84 @@
+"""Resolve a kernel's directives for one size: grid, block, shared memory, arguments and scratch."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from . import expr
+from .directives import Directives
+from .problem import Arg, Buffer, Launch
+
+MAX_BLOCK = (1024, 1024, 64)
+MAX_GRID = (2**31 - 1, 65535, 65535)
+
+
+class LaunchPlanError(ValueError):
+    """Directives that cannot be turned into a launch at some size (unknown name, zero grid...)."""
+
+
+def plan(
+    directives: Directives,
+    knobs: Mapping[str, str],
+    dims: Mapping[str, int],
+    default_params: list[str],
+    scalars: Mapping[str, tuple[str, float | int]],
+    buffers: set[str],
+    index_dtype: str = "int32",
+) -> tuple[list[Launch], list[Buffer]]:
+    """Launches in order and the scratch buffers they need, for the size `dims`."""
+    env: dict[str, float | int] = {**dims, **{k: _number(k, v) for k, v in knobs.items()}}
+    scratch = [
+        Buffer(name=s.name, role="scratch", dtype=s.dtype, shape=[_int(s.count, env, f"scratch {s.name}")],
+               zeroed=s.zeroed)
+        for s in directives.scratch.values()
+    ]
+    known_buffers = buffers | {s.name for s in scratch}
+    launches = []
+    for entry in directives.entries:
+        grid = _dims3([_int(e, env, f"{entry.name} grid") for e in entry.grid], MAX_GRID, entry.name, "grid")
+        block = _dims3([_int(e, env, f"{entry.name} block") for e in entry.block], MAX_BLOCK, entry.name, "block")
+        smem = _int(entry.smem, env, f"{entry.name} smem")
+        if smem < 0:
+            raise LaunchPlanError(f"{entry.name}: dynamic shared memory {smem} is negative")
+        args = [_arg(p, dims, scalars, known_buffers, index_dtype, entry.name)
+                for p in (entry.params or default_params)]
+        launches.append(Launch(entry=entry.name, grid=grid, block=block, smem=smem, args=args))
+    return launches, scratch
+
+
+def _number(name: str, text: str) -> float | int:
+    """A knob's value as a number for expressions (non-numeric knobs are only compiler macros)."""
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return 0
+
+
+def _int(text: str, env: Mapping[str, float | int], what: str) -> int:
+    try:
+        return expr.evaluate_int(text, env)
+    except expr.ExprError as exc:
+        raise LaunchPlanError(f"{what}: {exc}") from None
+
+
+def _dims3(values: list[int], limits: tuple[int, int, int], entry: str, what: str) -> tuple[int, int, int]:
+    padded = (values + [1, 1])[:3]
+    for axis, (value, limit) in enumerate(zip(padded, limits)):
+        if not 1 <= value <= limit:
+            raise LaunchPlanError(f"{entry}: {what} dimension {axis} is {value}, outside 1..{limit}")
+    if what == "block" and padded[0] * padded[1] * padded[2] > 1024:
+        raise LaunchPlanError(f"{entry}: block of {padded} has more than 1024 threads")
+    return padded[0], padded[1], padded[2]
+
+
+def _arg(name, dims, scalars, buffers, index_dtype, entry) -> Arg:
+    if name in buffers:
+        return Arg(buffer=name)
+    if name in dims:
+        return Arg(dtype=index_dtype, value=dims[name])
+    if name in scalars:
+        dtype, value = scalars[name]
+        return Arg(dtype=dtype, value=value)
+    raise LaunchPlanError(f"{entry}: parameter {name!r} is no buffer, dim, scalar or scratch")

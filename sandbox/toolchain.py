@@ -1,0 +1,91 @@
+"""Where NVRTC and its headers are, which versions, and which GPU architecture to target."""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from pathlib import Path
+
+DEFAULT_ARCH = "sm_90"
+
+
+class ToolchainError(RuntimeError):
+    """NVRTC (cuda-bindings) is missing or unusable; the message says what to install."""
+
+
+def nvrtc():
+    """The NVRTC module of cuda-bindings (imported lazily: the package works without it)."""
+    try:
+        from cuda.bindings import nvrtc as module
+    except ImportError:
+        raise ToolchainError(
+            "NVRTC is not available: install the compile extra, e.g. "
+            "`pip install -e .[compile13]` (cuda-bindings and nvidia-cuda-nvrtc)"
+        ) from None
+    return module
+
+
+@functools.cache
+def nvrtc_version() -> str:
+    err, major, minor = nvrtc().nvrtcVersion()
+    if int(err) != 0:
+        raise ToolchainError(f"nvrtcVersion failed: {err}")
+    return f"{major}.{minor}"
+
+
+@functools.cache
+def include_dirs() -> tuple[str, ...]:
+    """Folders holding cuda_fp16.h, cuda_bf16.h and mma.h (the runtime wheel's, else CUDA_HOME's)."""
+    found: list[str] = []
+    try:
+        import cuda.pathfinder as pathfinder
+
+        folder = pathfinder.find_nvidia_header_directory("cudart")
+        if folder:
+            found.append(folder)
+    except (ImportError, AttributeError, RuntimeError):
+        pass
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if home and (Path(home) / "include" / "cuda_fp16.h").exists():
+            found.append(str(Path(home) / "include"))
+    return tuple(dict.fromkeys(found))
+
+
+def normalise_arch(arch: str | int) -> str:
+    """Accept 'sm_90', '90', 'compute_90' or 9.0 and return 'sm_90'."""
+    text = str(arch).strip().lower().replace(".", "")
+    match = re.fullmatch(r"(?:sm_|compute_)?(\d{2,3}[a-z]?)", text)
+    if not match:
+        raise ValueError(f"architecture {arch!r} is not like sm_90")
+    return f"sm_{match.group(1)}"
+
+
+@functools.cache
+def detect_arch(device: int = 0) -> str | None:
+    """The compute capability of GPU `device` through the driver API, or None with no GPU."""
+    try:
+        from cuda.bindings import driver
+
+        (err,) = driver.cuInit(0)
+        if int(err) != 0:
+            return None
+        attrs = driver.CUdevice_attribute
+        err, major = driver.cuDeviceGetAttribute(
+            attrs.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device
+        )
+        err2, minor = driver.cuDeviceGetAttribute(
+            attrs.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device
+        )
+        if int(err) != 0 or int(err2) != 0:
+            return None
+        return f"sm_{major}{minor}"
+    except Exception:  # no driver library, no device: compile-only machine
+        return None
+
+
+def target_arch(requested: str | None = None) -> str:
+    """The architecture to compile for: the one asked for, else the GPU's, else sm_90."""
+    if requested:
+        return normalise_arch(requested)
+    return detect_arch() or DEFAULT_ARCH

@@ -1,0 +1,61 @@
+"""Every cheating or broken kernel gets its failure class, and the sandbox keeps serving after it."""
+
+import time
+
+import pytest
+
+from kernel_agent.check import check, compile_and_plan
+from kernel_agent.kernel import load_kernel, program, size_cases
+from sandbox import Request, Settings, Status, outcome_from_reply
+
+from tests.paths import KERNELS
+
+pytestmark = pytest.mark.gpu
+
+FAST = Settings(budget_ms=150, launch_timeout_s=5.0)
+
+# kernel file -> (expected status, expected phase of the mismatch or None)
+CHEATS = {
+    "zero_output.cu": (Status.wrong_result, "check"),
+    "first_row_only.cu": (Status.wrong_result, "check"),
+    "untouched_output.cu": (Status.wrong_result, "check"),
+    "modifies_input.cu": (Status.wrong_result, "inputs"),
+    "out_of_bounds_write.cu": (Status.wrong_result, "guard"),
+    "race.cu": (Status.nondeterministic, None),
+    "timed_size_only.cu": (Status.wrong_result, "check"),
+    "first_launch_only.cu": (Status.wrong_result, None),
+    "cached_result.cu": (Status.wrong_result, None),
+    "illegal_address.cu": (Status.runtime_error, None),
+    "infinite_loop.cu": (Status.timeout, None),
+    "too_many_registers.cu": (Status.resource_error, None),
+    "too_much_shared_memory.cu": (Status.resource_error, None),
+    "compile_error.cu": (Status.compile_error, None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHEATS))
+def test_cheat_is_caught_and_sandbox_recovers(name, layernorm, worker):
+    expected, phase = CHEATS[name]
+    outcome = check(layernorm, KERNELS / name, worker=worker, settings=FAST)
+    print(f"\nVERDICT {name}: {outcome.status.value}: {outcome.message}")
+    assert outcome.status is expected, outcome.model_dump_json(indent=2)
+    if phase is not None:
+        assert outcome.mismatch is not None and outcome.mismatch.phase == phase
+    began = time.perf_counter()
+    after = check(layernorm, worker=worker, settings=Settings(time_it=False))
+    print(f"RECOVERY after {name}: next evaluation correct in {time.perf_counter() - began:.2f} s "
+          f"(worker starts so far: {worker.starts})")
+    assert after.status is Status.ok, after.message
+
+
+def test_forced_resource_checks_without_ptxas_figures(layernorm, worker):
+    """The worker refuses an over-large block even when the CPU-side check is bypassed."""
+    kernel = load_kernel(KERNELS / "too_many_registers.cu")
+    outcome, _ = compile_and_plan("candidate", layernorm, kernel, "sm_90")
+    assert outcome.status is Status.resource_error  # caught on the CPU from ptxas's figures
+    compiled = kernel.compile("sm_90")
+    prog = program("candidate", layernorm, kernel, compiled)
+    request = Request(reference=layernorm.function_spec(layernorm.reference), sizes=size_cases(layernorm),
+                      timed_index=0, programs=[prog], settings=FAST)
+    reply = outcome_from_reply(worker.evaluate(request))
+    assert reply.status is Status.resource_error, reply.message

@@ -1,0 +1,24 @@
+"""The headline task on a real GPU: baseline and expert variant correct, timed, on the roofline."""
+
+import pytest
+
+from kernel_agent.check import check
+from sandbox import Settings, Status
+
+pytestmark = pytest.mark.gpu
+
+
+def test_baseline_is_correct_and_timed(layernorm, worker):
+    outcome = check(layernorm, worker=worker, settings=Settings(budget_ms=200))
+    assert outcome.status is Status.ok, outcome.message
+    assert len(outcome.sizes_checked) == len(layernorm.sizes)
+    assert outcome.timing.median_ms > 0 and outcome.speedup == pytest.approx(1.0)
+    assert 0 < outcome.roofline.bandwidth_fraction < 1.1
+
+
+def test_variant_beats_baseline_side_by_side(layernorm, worker):
+    outcome = check(layernorm, layernorm.path(layernorm.variants["rowblock"]), worker=worker,
+                    settings=Settings(budget_ms=200))
+    assert outcome.status is Status.ok, outcome.message
+    assert outcome.baseline_timing is not None and outcome.speedup > 1.0
+    assert not outcome.flags, outcome.flags

@@ -1,0 +1,83 @@
+"""The command line as a user meets it: exit codes, JSON, clear messages instead of tracebacks."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from kernel_agent.cli import app
+from tests.conftest import GPU
+from tests.paths import KERNELS, LAYERNORM, ROOT
+
+runner = CliRunner()
+
+
+def kagent(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def test_help_explains_each_command():
+    result = kagent("--help")
+    assert result.exit_code == 0
+    for command in ("check", "doctor", "optimize", "tasks"):
+        assert command in result.output
+    assert "--compile-only" in kagent("check", "--help").output
+
+
+def test_compile_only_json_for_the_baseline():
+    result = kagent("check", LAYERNORM, "--compile-only", "--json")
+    assert result.exit_code == 0, result.output
+    outcome = json.loads(result.output)
+    assert outcome["status"] == "ok" and outcome["arch"]
+    assert outcome["resources"][0]["name"] == "layernorm" and outcome["resources"][0]["registers"] > 0
+
+
+def test_compile_only_reports_the_compile_error_line():
+    result = kagent("check", LAYERNORM, KERNELS / "compile_error.cu", "--compile-only", "--json")
+    assert result.exit_code == 1
+    outcome = json.loads(result.output)
+    assert outcome["status"] == "compile_error"
+    assert "compile_error.cu(8): error" in outcome["message"]
+
+
+def test_compile_only_catches_resource_limits():
+    result = kagent("check", LAYERNORM, KERNELS / "too_many_registers.cu", "--compile-only", "--json")
+    assert result.exit_code == 1 and json.loads(result.output)["status"] == "resource_error"
+
+
+def test_knobs_are_validated():
+    variant = ROOT / "tasks" / "layernorm" / "rowblock.cu"
+    assert kagent("check", LAYERNORM, variant, "--compile-only", "--knob", "BLOCK=128").exit_code == 0
+    bad_value = kagent("check", LAYERNORM, variant, "--compile-only", "--knob", "BLOCK=100")
+    assert bad_value.exit_code == 2 and "not one of its values" in bad_value.output
+    bad_form = kagent("check", LAYERNORM, variant, "--compile-only", "--knob", "BLOCK")
+    assert bad_form.exit_code == 2 and "NAME=VALUE" in bad_form.output
+
+
+@pytest.mark.parametrize("args, message", [
+    (["tasks/absent.yaml"], "no such task file"),
+    ([LAYERNORM, "absent.cu"], "no such kernel file"),
+    ([LAYERNORM, ROOT / "tasks" / "layernorm" / "reference.py"], "no '// @kagent entry"),
+])
+def test_bad_input_is_exit_code_2_without_traceback(args, message):
+    result = kagent("check", *args, "--compile-only")
+    assert result.exit_code == 2 and message in result.output
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.skipif(GPU, reason="checks the message shown on a machine without a GPU")
+def test_running_without_a_gpu_says_so():
+    result = kagent("check", LAYERNORM)
+    assert result.exit_code == 3 and "--compile-only" in result.output
+
+
+def test_tasks_validate_passes_on_the_repository():
+    result = kagent("tasks", "validate", ROOT / "tasks")
+    assert result.exit_code == 0, result.output
+    assert "ok" in result.output and "tasks valid" in result.output
+
+
+def test_doctor_compiles_without_a_gpu():
+    result = kagent("doctor")
+    assert result.exit_code == 0, result.output
+    assert "NVRTC" in result.output and "compile test for sm_" in result.output

@@ -1,0 +1,87 @@
+"""Task files: malformed ones fail with the field path and what was expected."""
+
+import shutil
+
+import pytest
+import yaml
+
+from kernel_agent.kernel import size_cases
+from kernel_agent.task import TaskError, load_task
+from kernel_agent.validate import validate_task
+from tests.paths import LAYERNORM
+
+
+@pytest.fixture
+def task_copy(tmp_path):
+    """A writable copy of the layernorm task; returns (path, data) to edit and re-save."""
+    shutil.copytree(LAYERNORM.parent / "layernorm", tmp_path / "layernorm")
+    path = tmp_path / "layernorm.yaml"
+    data = yaml.safe_load(LAYERNORM.read_text())
+
+    def save(**changes):
+        path.write_text(yaml.safe_dump({**data, **changes}))
+        return path
+
+    return save, data
+
+
+def test_layernorm_loads(layernorm):
+    assert layernorm.dims == {"rows": 16384, "cols": 4096}
+    assert len(layernorm.check_sizes) >= 3
+    timed = size_cases(layernorm)[0]
+    assert timed.bytes_moved == 4 * (2 * 16384 * 4096 + 2 * 4096)
+    assert [b.name for b in timed.buffers] == ["x", "gamma", "beta", "y"]
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(inputs={"x": {"shape": ["rows", "cols"], "dtype": "float17"}}), "inputs.x.dtype: .*unknown dtype 'float17'"),
+    (dict(outputs={}), "outputs: .*at least 1"),
+    (dict(dims={"rows": 4}), "check_sizes.0: has dims"),
+    (dict(params=["x", "gamma", "beta", "y", "rows", "cols", "epsilon"]), "params.6: unknown name 'epsilon'"),
+    (dict(outputs={"y": {"shape": ["rows", "width"], "atol": 1e-4}}), "outputs.y.shape: unknown dim 'width'"),
+    (dict(outputs={"y": {"shape": ["rows", "cols"], "atol": -1}}), "outputs.y.atol: .*greater than or equal to 0"),
+    (dict(cost={"bytes": "rows * depth"}), "cost.bytes: unknown names \\['depth'\\]"),
+    (dict(cost={"bytes": "open('x')"}), "cost.bytes: .*unknown function"),
+    (dict(baseline="layernorm/missing.cu"), "baseline: file 'layernorm/missing.cu' not found"),
+    (dict(reference="layernorm/reference.py"), "reference: expected 'file.py:function'"),
+    (dict(colour="blue"), "colour: Extra inputs are not permitted"),
+    (dict(check_sizes=[{"rows": 0, "cols": 3}]), "rows=0 must be at least 1"),
+])
+def test_malformed_task_names_the_field(task_copy, change, message):
+    save, _ = task_copy
+    with pytest.raises(TaskError, match=message):
+        load_task(save(**change))
+
+
+def test_not_a_mapping_and_missing_file(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- just\n- a list\n")
+    with pytest.raises(TaskError, match="expected a mapping"):
+        load_task(bad)
+    with pytest.raises(TaskError, match="no such task file"):
+        load_task(tmp_path / "absent.yaml")
+
+
+def test_validate_warns_when_a_constant_output_would_pass(task_copy):
+    save, data = task_copy
+    loose = dict(data["outputs"]["y"], atol=100.0)
+    report = validate_task(save(outputs={"y": loose}), compile_kernels=False)
+    assert report.ok and any("passes the tolerance" in w for w in report.warnings)
+
+
+def test_validate_reports_a_crashing_reference(task_copy, tmp_path):
+    save, _ = task_copy
+    (tmp_path / "layernorm" / "broken.py").write_text("def f(x, gamma, beta, eps):\n    raise RuntimeError('bug')\n")
+    report = validate_task(save(reference="layernorm/broken.py:f"), compile_kernels=False)
+    assert not report.ok and "RuntimeError: bug" in report.errors[0]
+
+
+def test_validate_compiles_every_kernel(task_copy, tmp_path):
+    save, _ = task_copy
+    (tmp_path / "layernorm" / "broken.cu").write_text(
+        "// @kagent entry: layernorm\n// @kagent grid: rows\n// @kagent block: 32\n"
+        'extern "C" __global__ void layernorm(const float* x) { oops; }\n')
+    report = validate_task(save(variants={"broken": "layernorm/broken.cu"}))
+    assert not report.ok
+    assert any("broken" in e and "compile_error" in e and "broken.cu(4)" in e for e in report.errors)
+    assert "baseline" in report.kernels

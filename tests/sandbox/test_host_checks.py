@@ -1,0 +1,72 @@
+"""Host-side pieces of the checks: inputs, poison, comparison, bf16, timing statistics, log trimming."""
+
+import numpy as np
+
+from sandbox.compare import compare
+from sandbox.dtypes import DTYPES, from_bf16_bits, to_bf16_bits
+from sandbox.inputs import draw, poison
+from sandbox.outcome import trim_log
+from sandbox.problem import Buffer, Init
+from sandbox.timing import repetitions, summarise
+
+
+def out(**kw):
+    return Buffer(**{"name": "y", "role": "output", "dtype": "float32", "shape": [2, 3],
+                     "atol": 1e-3, "rtol": 1e-3, **kw})
+
+
+def test_inputs_are_seeded_and_shaped():
+    spec = Buffer(name="x", role="input", dtype="float16", shape=[4, 5], init=Init(kind="normal"))
+    a, b = draw(spec, np.random.default_rng(1)), draw(spec, np.random.default_rng(1))
+    assert a.dtype == np.float16 and a.shape == (4, 5) and np.array_equal(a, b)
+    ints = draw(Buffer(name="i", role="input", dtype="int32", shape=[100], init=Init(kind="randint", low=0, high=3)),
+                np.random.default_rng(0))
+    assert set(np.unique(ints)) == {0, 1, 2}
+
+
+def test_poison_is_nan_for_floats_and_a_pattern_for_integers():
+    assert np.isnan(poison(out())).all()
+    assert (poison(out(dtype="int32")) == 0x5A5A5A5B).all()
+    assert (poison(out(zeroed=True)) == 0).all()
+    assert np.isnan(from_bf16_bits(poison(out(dtype="bfloat16")))).all()
+
+
+def test_compare_within_tolerance_and_first_bad_index():
+    ref = np.arange(6, dtype=np.float64)
+    assert compare(out(), ref.astype(np.float32), ref) is None
+    got = ref.astype(np.float32)
+    got[4] += 0.5
+    m = compare(out(), got, ref)
+    assert m.first_bad_index == [1, 1] and m.mismatch_fraction == 1 / 6 and m.max_abs_error == 0.5
+
+
+def test_unwritten_output_is_reported_as_nan():
+    m = compare(out(), poison(out()), np.zeros(6))
+    assert m.mismatch_fraction == 1.0 and "never written" in m.detail
+
+
+def test_exact_outputs_must_match_bit_for_bit():
+    spec = out(dtype="int32", exact=True)
+    ref = np.array([1, 2, 3, 4, 5, 6], dtype=np.int32)
+    assert compare(spec, ref.copy(), ref) is None
+    assert compare(spec, ref + np.array([0, 0, 0, 0, 0, 1], dtype=np.int32), ref).first_bad_index == [1, 2]
+
+
+def test_bf16_round_trip():
+    values = np.array([1.0, -2.5, 3.14159, 1e-3], dtype=np.float32)
+    back = from_bf16_bits(to_bf16_bits(values))
+    assert np.allclose(back, values, rtol=1 / 128) and back[0] == 1.0
+    assert DTYPES["bfloat16"].storage == np.uint16
+
+
+def test_timing_statistics_and_repetitions():
+    t = summarise([1.0, 2.0, 3.0, 4.0, 100.0])
+    assert t.median_ms == 3.0 and t.min_ms == 1.0 and t.max_ms == 100.0 and t.repetitions == 5
+    assert repetitions([1.0, 1.0], budget_ms=100, min_reps=10, max_reps=500, jitter=3) == 53
+    assert repetitions([100.0], budget_ms=100, min_reps=10, max_reps=500, jitter=0) == 10
+
+
+def test_trim_log_keeps_first_error_and_tail():
+    lines = [f"note {i}" for i in range(100)] + ["x.cu(7): error: boom"] + [f"tail {i}" for i in range(100)]
+    trimmed = trim_log("\n".join(lines))
+    assert "x.cu(7): error: boom" in trimmed and "tail 99" in trimmed and "lines omitted" in trimmed

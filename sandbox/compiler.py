@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from .cubin import kernel_registers
 from .outcome import KernelResources, trim_log
 from .toolchain import include_dirs, nvrtc, nvrtc_version
 
@@ -144,7 +145,7 @@ def _run_nvrtc(source, entries, knobs, flags, arch, filename, key) -> tuple[Comp
         cubin = b" " * size
         lib.nvrtcGetCUBIN(prog, cubin)
         result = CompileResult(
-            ok=True, key=key, log=trim_log(log), resources=parse_resources(log, lowered),
+            ok=True, key=key, log=trim_log(log), resources=merged_resources(log, lowered, cubin),
             lowered_names=lowered, arch=arch, compiler=nvrtc_version(),
         )
         return result, cubin
@@ -183,6 +184,19 @@ def parse_resources(log: str, lowered: Mapping[str, str] | None = None) -> list[
             if s := _SMEM.search(line):
                 current.static_smem_bytes = int(s.group(1))
     return list(found.values())
+
+
+def merged_resources(log: str, lowered: Mapping[str, str], cubin: bytes) -> list[KernelResources]:
+    """The log's figures, with register counts taken from the cubin itself (present even when the log
+    is empty or worded differently by another NVRTC version)."""
+    from_log = {r.name: r for r in parse_resources(log, lowered)}
+    registers = kernel_registers(cubin)
+    merged = []
+    for name, symbol in lowered.items():
+        usage = from_log.get(name, KernelResources(name=name))
+        usage.registers = registers.get(symbol, usage.registers)
+        merged.append(usage)
+    return merged
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

@@ -36,15 +36,17 @@ CHEATS = {
 @pytest.mark.parametrize("name", sorted(CHEATS))
 def test_cheat_is_caught_and_sandbox_recovers(name, layernorm, worker):
     expected, phase = CHEATS[name]
+    began = time.perf_counter()
     outcome = check(layernorm, KERNELS / name, worker=worker, settings=FAST)
-    print(f"\nVERDICT {name}: {outcome.status.value}: {outcome.message}")
+    print(f"\nVERDICT {name}: {outcome.status.value} in {time.perf_counter() - began:.2f} s: {outcome.message}")
     assert outcome.status is expected, outcome.model_dump_json(indent=2)
     if phase is not None:
         assert outcome.mismatch is not None and outcome.mismatch.phase == phase
-    began = time.perf_counter()
+    starts, began = worker.starts, time.perf_counter()
     after = check(layernorm, worker=worker, settings=Settings(time_it=False))
-    print(f"RECOVERY after {name}: next evaluation correct in {time.perf_counter() - began:.2f} s "
-          f"(worker starts so far: {worker.starts})")
+    restarted = f"new worker ready in {worker.last_restart_s:.2f} s, " if worker.starts > starts else ""
+    print(f"RECOVERY after {name}: {restarted}baseline checked on every size {time.perf_counter() - began:.2f} s "
+          "after the verdict")
     assert after.status is Status.ok, after.message
 
 

@@ -102,3 +102,12 @@ def test_parse_resources_of_mangled_names():
     (usage,) = parse_resources(log, {"k": "_Z1kPf"})
     assert (usage.name, usage.registers, usage.static_smem_bytes) == ("k", 40, 2048)
     assert (usage.stack_bytes, usage.spill_stores, usage.spill_loads) == (8, 4, 12)
+
+
+def test_register_counts_from_the_cubin_match_ptxas():
+    from sandbox.cubin import kernel_registers
+
+    result = compile_source(SMEM_KERNEL, ["k"], {"SCALE": "2"}, arch="sm_90", use_cache=False)
+    with open(result.cubin_path, "rb") as f:
+        assert kernel_registers(f.read()) == {"k": result.resources[0].registers}
+    assert "Used %d registers" % result.resources[0].registers in result.log

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Mapping
 
 from sandbox import (
-    GpuWorker, LaunchPlanError, Outcome, Request, Settings, Status, ceilings, outcome_from_reply, roofline,
-    target_arch,
+    GpuWorker, LaunchPlanError, Outcome, Program, Request, Settings, Status, ceilings, outcome_from_reply,
+    roofline, target_arch,
 )
 
 from .kernel import Kernel, load_kernel, program, size_cases, static_resource_problem
@@ -36,25 +36,38 @@ def check(
     outcome, prog = compile_and_plan("candidate", task, kernel, arch)
     if outcome.status is not Status.ok or worker is None:
         return outcome
-    programs = [prog]
     is_baseline = kernel.path.resolve() == baseline_path and not knobs and not flags
-    if not is_baseline:
-        base_outcome, base_prog = compile_and_plan("baseline", task, load_kernel(baseline_path), arch)
-        if base_outcome.status is not Status.ok:
-            raise BaselineError(f"the task's baseline does not build: {base_outcome.message}")
-        programs.append(base_prog)
+    baseline = None if is_baseline else baseline_program(task, arch)
+    return run(task, outcome, prog, worker, settings, baseline=baseline, is_baseline=is_baseline)
+
+
+def baseline_program(task: Task, arch: str) -> Program:
+    outcome, prog = compile_and_plan("baseline", task, load_kernel(task.path(task.baseline)), arch)
+    if prog is None:
+        raise BaselineError(f"the task's baseline does not build: {outcome.message}")
+    return prog
+
+
+def run(
+    task: Task, compiled: Outcome, prog: Program, worker: GpuWorker, settings: Settings | None = None,
+    baseline: Program | None = None, is_baseline: bool = False,
+) -> Outcome:
+    """Check and time a compiled program in the worker (beside `baseline` when given)."""
     request = Request(
         reference=task.function_spec(task.reference),
         library=task.function_spec(task.library) if task.library else None,
-        sizes=size_cases(task), timed_index=0, programs=programs, settings=settings or Settings(),
+        sizes=size_cases(task), timed_index=0, programs=[prog] + ([baseline] if baseline else []),
+        settings=settings or Settings(),
     )
     reply = worker.evaluate(request)
     if reply.get("failed_program") == "baseline":
         raise BaselineError(f"the task's baseline kernel failed: {reply.get('message')}")
     result = outcome_from_reply(reply)
-    result.candidate_id, result.arch, result.resources = outcome.candidate_id, arch, outcome.resources
+    result.candidate_id, result.arch, result.resources = compiled.candidate_id, compiled.arch, compiled.resources
     if result.status is Status.ok and result.timing:
-        add_speed(result, request, worker, is_baseline)
+        if is_baseline:
+            result.baseline_timing = result.timing
+        add_speed(result, request, worker)
     return result
 
 
@@ -78,9 +91,8 @@ def compile_and_plan(label: str, task: Task, kernel: Kernel, arch: str):
     return outcome, prog
 
 
-def add_speed(result: Outcome, request: Request, worker: GpuWorker, is_baseline: bool) -> None:
+def add_speed(result: Outcome, request: Request, worker: GpuWorker) -> None:
     timed = request.sizes[request.timed_index]
-    result.baseline_timing = result.timing if is_baseline else result.baseline_timing
     if result.baseline_timing:
         result.speedup = result.baseline_timing.median_ms / result.timing.median_ms
     if result.library_timing:

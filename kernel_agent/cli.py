@@ -96,6 +96,7 @@ def validate_command(
     path: Path = typer.Argument(Path("tasks"), help="A task file or a folder of them."),
     arch: str = typer.Option("sm_90", help="Architecture the kernels are compiled for."),
     no_compile: bool = typer.Option(False, "--no-compile", help="Skip compiling the kernels."),
+    all_knobs: bool = typer.Option(False, "--all-knobs", help="Compile every knob combination, not only defaults."),
 ) -> None:
     """Check every task file: fields, reference, directives, and that every kernel compiles."""
     files = discover(path)
@@ -103,7 +104,7 @@ def validate_command(
         _fail(2, f"no task files (*.yaml) under {path}")
     failed = 0
     for file in files:
-        report = validate_task(file, arch, compile_kernels=not no_compile)
+        report = validate_task(file, arch, compile_kernels=not no_compile, all_knobs=all_knobs)
         mark = "[green]ok[/]" if report.ok else "[red]FAIL[/]"
         console.print(f"{mark} {file}", highlight=False)
         for label, text in report.kernels.items():
@@ -115,6 +116,59 @@ def validate_command(
         failed += not report.ok
     console.print(f"{len(files) - failed} of {len(files)} tasks valid")
     raise typer.Exit(2 if failed else 0)
+
+
+@app.command("sweep")
+def sweep_command(
+    task_file: Path = typer.Argument(..., help="Task YAML."),
+    variant: Optional[str] = typer.Option(None, help="Sweep only this variant (and the baseline)."),
+    out: Optional[Path] = typer.Option(None, help="Replay cache to write (default results/sweeps/TASK-ARCH.json); "
+                                                  "an existing one is resumed."),
+    compile_only: bool = typer.Option(False, "--compile-only", help="Compile every combination; no GPU needed."),
+    arch: Optional[str] = typer.Option(None, help="Target architecture (default: the GPU's)."),
+    device: int = typer.Option(0, help="GPU index."),
+    budget_ms: float = typer.Option(200.0, help="Time spent in timed launches per candidate."),
+) -> None:
+    """Evaluate every knob combination of a task's kernels and record a replay cache.
+
+    One record per candidate with its knobs and full Outcome, plus the GPU, driver and compiler
+    versions; later work replays the cache on machines with no GPU.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from .sweep import best, sweep
+
+    try:
+        task = load_task(task_file)
+    except TaskError as exc:
+        _fail(2, str(exc))
+    if not compile_only and detect_arch(device) is None:
+        _fail(3, "no CUDA GPU found; use --compile-only to compile every combination without one")
+    arch = target_arch(arch)
+    out = out or Path("results") / "sweeps" / f"{task.name}-{arch}.json"
+    failures: dict[str, int] = {}
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console) as progress:
+        bar = progress.add_task(f"sweeping {task.name}", total=None)
+
+        def show(record, number, total):
+            status = record.outcome.status.value
+            failures[status] = failures.get(status, 0) + 1
+            progress.update(bar, completed=number, total=total,
+                            description=f"{task.name}: {record.kernel} {record.knobs} -> {status}")
+
+        worker = None if compile_only else GpuWorker(device)
+        try:
+            cache = sweep(task, task_file, out, variant, worker, arch, Settings(budget_ms=budget_ms), show)
+        except (KernelError, KeyError, ValueError, RuntimeError) as exc:
+            _fail(2, str(exc))
+        finally:
+            if worker is not None:
+                worker.close()
+    console.print(f"{len(cache.records)} candidates recorded in {out}; this run: {failures or 'nothing new'}")
+    if top := best(cache):
+        console.print(f"best: {top.kernel} {top.knobs} {top.outcome.timing.median_ms:.4f} ms "
+                      f"({top.outcome.speedup or 1:.2f}x the baseline)")
 
 
 @app.command()

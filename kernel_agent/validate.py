@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox import LaunchPlanError, Status, trivial_passes
+from sandbox import Status, trivial_passes
 
 from .check import compile_and_plan
 from .kernel import KernelError, load_kernel, size_cases
+from .sweep import knob_space
 from .task import TaskError, load_task
 
 PROBE_MAX_ELEMENTS = 4_000_000  # the reference probe runs at the largest size under this
@@ -26,7 +27,7 @@ class TaskReport:
         return not self.errors
 
 
-def validate_task(path: Path, arch: str = "sm_90", compile_kernels: bool = True) -> TaskReport:
+def validate_task(path: Path, arch: str = "sm_90", compile_kernels: bool = True, all_knobs: bool = False) -> TaskReport:
     report = TaskReport(path=path)
     try:
         task = load_task(path)
@@ -39,18 +40,8 @@ def validate_task(path: Path, arch: str = "sm_90", compile_kernels: bool = True)
         except KernelError as exc:
             report.errors.append(f"{label}: {exc}")
             continue
-        if not compile_kernels:
-            continue
-        try:
-            outcome, _ = compile_and_plan(label, task, kernel, arch)
-        except LaunchPlanError as exc:
-            report.errors.append(f"{label}: {exc}")
-            continue
-        if outcome.status is Status.ok:
-            registers = ", ".join(f"{r.name} {r.registers} regs" for r in outcome.resources)
-            report.kernels[label] = f"compiles for {arch} ({registers})"
-        else:
-            report.errors.append(f"{label} ({kernel_path.name}): {outcome.status.value}: {outcome.message}")
+        if compile_kernels:
+            _compile_kernel(report, task, label, kernel, arch, all_knobs)
     cases = size_cases(task)
     probe = max((c for c in cases if _elements(c) <= PROBE_MAX_ELEMENTS), key=_elements, default=None)
     if probe is not None:
@@ -59,6 +50,20 @@ def validate_task(path: Path, arch: str = "sm_90", compile_kernels: bool = True)
         except Exception as exc:  # the reference is the task author's code: report, never crash
             report.errors.append(f"reference: calling it failed: {type(exc).__name__}: {exc}")
     return report
+
+
+def _compile_kernel(report: TaskReport, task, label: str, kernel, arch: str, all_knobs: bool) -> None:
+    combinations = list(knob_space(kernel)) if all_knobs else [kernel.knobs]
+    registers = []
+    for knobs in combinations:
+        chosen = load_kernel(kernel.path, knobs)
+        outcome, _ = compile_and_plan(label, task, chosen, arch)
+        if outcome.status is not Status.ok:
+            report.errors.append(f"{label} ({kernel.path.name}) {knobs}: {outcome.status.value}: {outcome.message}")
+            return
+        registers += [r.registers for r in outcome.resources]
+    what = f"all {len(combinations)} knob combinations compile" if all_knobs else "compiles"
+    report.kernels[label] = f"{what} for {arch} ({min(registers)}-{max(registers)} registers)"
 
 
 def _elements(case) -> int:

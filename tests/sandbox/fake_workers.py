@@ -36,3 +36,20 @@ def answers(conn, device):
 
 def broken(conn, device):
     conn.send(("error", "Traceback: no CUDA device"))
+
+
+def timed(conn, device):
+    """Answers every evaluation as correct: 2 ms for small grids (layernorm's naive thread-per-row
+    baseline launches 64 blocks at the timed size), 1 ms otherwise."""
+    conn.send(("ready", {"uuid": "fake-timed", "name": "Fake GPU"}))
+    while True:
+        kind, payload = conn.recv()
+        if kind == "stop":
+            return
+        if kind == "calibrate":
+            conn.send(("done", {"copy_gbps": 1000.0, "fma_gflops": 10000.0, "device": {}}))
+            continue
+        blocks = payload["programs"][0]["launches"][0][0]["grid"][0]
+        median = 2.0 if blocks < 1000 else 1.0
+        timing = dict(median_ms=median, p10_ms=median, p90_ms=median, min_ms=median, max_ms=median, repetitions=10)
+        conn.send(("done", {"status": "ok", "timings": [timing], "sizes_checked": ["all"], "deterministic": True}))

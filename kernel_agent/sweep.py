@@ -1,0 +1,140 @@
+"""`kagent sweep`: every knob combination of a task's kernels, recorded as a replay cache.
+
+The cache is one JSON file (format `kagent-sweep/1`, documented in tasks/README.md): the GPU,
+driver and compiler versions, the measured ceilings, the baseline's timing, and one record per
+candidate with its knobs and full Outcome. It is rewritten after every candidate, so an
+interrupted sweep resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Iterator
+
+from pydantic import BaseModel, Field
+
+from sandbox import GpuWorker, Outcome, Settings, Status, ceilings, nvrtc_version, target_arch
+
+from .check import compile_and_plan, run
+from .kernel import Kernel, load_kernel
+from .task import Task
+
+FORMAT = "kagent-sweep/1"
+
+
+class SweepRecord(BaseModel):
+    kernel: str = Field(description="'baseline' or the variant's name")
+    file: str = Field(description="kernel file, relative to the task file")
+    knobs: dict[str, str]
+    outcome: Outcome
+
+
+class SweepCache(BaseModel):
+    format: str = FORMAT
+    task: str
+    task_file: str
+    created: str
+    executor: str = Field(description="gpu (measured) or compile-only (no timings)")
+    arch: str
+    compiler: dict[str, str]
+    gpu: dict | None = None
+    ceilings: dict[str, float] | None = None
+    baseline_timing: dict | None = None
+    records: list[SweepRecord] = Field(default_factory=list)
+
+    def done(self) -> set[str]:
+        return {r.outcome.candidate_id for r in self.records}
+
+
+def knob_space(kernel: Kernel) -> Iterator[dict[str, str]]:
+    """Every combination of the kernel's declared knob values (one empty combination if none)."""
+    knobs = list(kernel.directives.knobs.values())
+    for values in itertools.product(*(k.values for k in knobs)):
+        yield {k.name: v for k, v in zip(knobs, values)}
+
+
+def candidates(task: Task, variant: str | None = None) -> list[tuple[str, Kernel]]:
+    """(label, kernel with knobs chosen) for every combination; the baseline always comes first, since
+    every speedup in the sweep is measured against it."""
+    paths = task.kernel_paths()
+    if variant is not None:
+        if variant not in paths:
+            raise KeyError(f"task {task.name} has no variant {variant!r} (it has: {', '.join(paths)})")
+        paths = {"baseline": paths["baseline"], variant: paths[variant]}
+    chosen = []
+    for label, path in paths.items():
+        for knobs in knob_space(load_kernel(path)):
+            chosen.append((label, load_kernel(path, knobs)))
+    return chosen
+
+
+def sweep(
+    task: Task,
+    task_file: Path,
+    out: Path,
+    variant: str | None = None,
+    worker: GpuWorker | None = None,
+    arch: str | None = None,
+    settings: Settings | None = None,
+    on_result: Callable[[SweepRecord, int, int], None] | None = None,
+) -> SweepCache:
+    """Evaluate every candidate (compile-only without a worker), resuming from `out` if it exists."""
+    arch = target_arch(arch)
+    cache = _open(out, task, task_file, arch, worker)
+    if worker is not None and cache.ceilings is None:
+        cache.ceilings = {k: v for k, v in ceilings(worker).items() if k != "device"}
+    todo = candidates(task, variant)
+    done = cache.done()
+    for number, (label, kernel) in enumerate(todo, start=1):
+        outcome, prog = compile_and_plan("candidate", task, kernel, arch)
+        if outcome.candidate_id in done:
+            continue
+        if prog is not None and worker is not None:
+            outcome = run(task, outcome, prog, worker, settings)
+            if label == "baseline" and cache.baseline_timing is None:
+                if outcome.timing is None:
+                    raise RuntimeError(f"the baseline failed, so nothing can be compared: {outcome.message}")
+                cache.baseline_timing = outcome.timing.model_dump()
+            if outcome.timing and cache.baseline_timing:
+                outcome.speedup = cache.baseline_timing["median_ms"] / outcome.timing.median_ms
+        record = SweepRecord(kernel=label, file=os.path.relpath(kernel.path, task.root), knobs=kernel.knobs,
+                             outcome=outcome)
+        cache.records.append(record)
+        _save(cache, out)
+        if on_result:
+            on_result(record, number, len(todo))
+    return cache
+
+
+def _open(out: Path, task: Task, task_file: Path, arch: str, worker: GpuWorker | None) -> SweepCache:
+    executor = "gpu" if worker is not None else "compile-only"
+    if out.exists():
+        cache = SweepCache.model_validate_json(out.read_text())
+        if (cache.task, cache.arch, cache.executor) != (task.name, arch, executor):
+            raise ValueError(f"{out} holds a sweep of {cache.task} ({cache.executor}, {cache.arch}); "
+                             f"this one is {task.name} ({executor}, {arch}): choose another --out")
+        return cache
+    gpu = None
+    if worker is not None:
+        gpu = worker.info or worker.start()
+    return SweepCache(
+        task=task.name, task_file=str(task_file), created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        executor=executor, arch=arch, compiler={"nvrtc": nvrtc_version()}, gpu=gpu,
+    )
+
+
+def _save(cache: SweepCache, out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=out.parent, delete=False, suffix=".tmp") as tmp:
+        tmp.write(json.dumps(cache.model_dump(mode="json"), indent=1))
+    os.replace(tmp.name, out)
+
+
+def best(cache: SweepCache) -> SweepRecord | None:
+    timed = [r for r in cache.records if r.outcome.status is Status.ok and r.outcome.timing]
+    return min(timed, key=lambda r: r.outcome.timing.median_ms, default=None)

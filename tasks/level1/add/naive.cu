@@ -1,0 +1,11 @@
+// @kagent entry: add
+// @kagent grid: ceil_div(n, 256)
+// @kagent block: 256
+// @kagent smem: 0
+//
+// Naive baseline: one thread per element, scalar loads and stores.
+
+extern "C" __global__ void add(const float* a, const float* b, float* out, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = a[i] + b[i];
+}

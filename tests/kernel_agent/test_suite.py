@@ -1,0 +1,18 @@
+"""Every task in the repository is valid: fields, reference, no trivial pass, and every knob
+combination of every kernel compiles for sm_90 with its launches resolved at every size."""
+
+import pytest
+
+from kernel_agent.task import discover
+from kernel_agent.validate import validate_task
+from tests.paths import ROOT
+
+TASK_FILES = discover(ROOT / "tasks")
+
+
+@pytest.mark.parametrize("path", TASK_FILES, ids=[str(p.relative_to(ROOT / "tasks")) for p in TASK_FILES])
+def test_task_is_valid_for_every_knob_combination(path):
+    report = validate_task(path, "sm_90", compile_kernels=True, all_knobs=True)
+    assert report.ok, "\n".join(report.errors)
+    assert not report.warnings, "\n".join(report.warnings)
+    assert "baseline" in report.kernels

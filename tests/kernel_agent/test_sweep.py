@@ -1,0 +1,66 @@
+"""`kagent sweep`: every knob combination, recorded, resumable; the GPU path through a fake worker."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from kernel_agent.cli import app
+from kernel_agent.sweep import SweepCache, candidates, sweep
+from sandbox import GpuWorker, Settings, Status
+from tests.paths import LAYERNORM
+from tests.sandbox import fake_workers
+
+
+def test_candidates_cover_every_combination_baseline_first(layernorm):
+    chosen = candidates(layernorm)
+    assert chosen[0][0] == "baseline" and len(chosen) == 1 + 4 * 3 * 3
+    knob_sets = {tuple(sorted(k.knobs.items())) for label, k in chosen if label == "rowblock"}
+    assert len(knob_sets) == 36
+    with pytest.raises(KeyError, match="no variant 'nope'"):
+        candidates(layernorm, "nope")
+
+
+def test_compile_only_sweep_resumes_after_an_interruption(layernorm, tmp_path):
+    out = tmp_path / "sweep.json"
+
+    def interrupt(record, number, total):
+        if number == 5:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        sweep(layernorm, LAYERNORM, out, arch="sm_90", on_result=interrupt)
+    assert len(SweepCache.model_validate_json(out.read_text()).records) == 5
+    cache = sweep(layernorm, LAYERNORM, out, arch="sm_90")
+    ids = [r.outcome.candidate_id for r in cache.records]
+    assert len(ids) == 37 and len(set(ids)) == 37
+    record = json.loads(out.read_text())
+    assert record["format"] == "kagent-sweep/1" and record["executor"] == "compile-only"
+    assert record["compiler"]["nvrtc"] and record["arch"] == "sm_90"
+
+
+def test_gpu_sweep_records_speedups_against_the_baseline(layernorm, tmp_path):
+    with GpuWorker(target=fake_workers.timed) as worker:
+        cache = sweep(layernorm, LAYERNORM, tmp_path / "s.json", "rowblock", worker, "sm_90", Settings())
+    assert cache.executor == "gpu" and cache.gpu["name"] == "Fake GPU"
+    assert cache.ceilings == {"copy_gbps": 1000.0, "fma_gflops": 10000.0}
+    assert cache.baseline_timing["median_ms"] == 2.0
+    variants = [r for r in cache.records if r.kernel == "rowblock"]
+    assert len(variants) == 36 and all(r.outcome.speedup == pytest.approx(2.0) for r in variants)
+    assert all(r.outcome.status is Status.ok and r.outcome.roofline.bandwidth_gbps == 1000.0 for r in variants)
+
+
+def test_a_cache_of_another_kind_is_not_mixed_in(layernorm, tmp_path):
+    out = tmp_path / "s.json"
+    out.write_text(SweepCache(task="other", task_file="x", created="now", executor="compile-only",
+                              arch="sm_90", compiler={}).model_dump_json())
+    with pytest.raises(ValueError, match="choose another --out"):
+        sweep(layernorm, LAYERNORM, out, arch="sm_90")
+
+
+def test_sweep_command_compile_only(tmp_path):
+    out = tmp_path / "s.json"
+    result = CliRunner().invoke(app, ["sweep", str(LAYERNORM), "--compile-only", "--arch", "sm_90",
+                                      "--variant", "rowblock", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "37 candidates recorded" in result.output

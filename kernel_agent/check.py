@@ -50,12 +50,13 @@ def baseline_program(task: Task, arch: str) -> Program:
 
 def run(
     task: Task, compiled: Outcome, prog: Program, worker: GpuWorker, settings: Settings | None = None,
-    baseline: Program | None = None, is_baseline: bool = False,
+    baseline: Program | None = None, is_baseline: bool = False, with_library: bool = True,
 ) -> Outcome:
-    """Check and time a compiled program in the worker (beside `baseline` when given)."""
+    """Check and time a compiled program in the worker (beside `baseline` and the task's library
+    function when given)."""
     request = Request(
         reference=task.function_spec(task.reference),
-        library=task.function_spec(task.library) if task.library else None,
+        library=task.function_spec(task.library) if task.library and with_library else None,
         sizes=size_cases(task), timed_index=0, programs=[prog] + ([baseline] if baseline else []),
         settings=settings or Settings(),
     )

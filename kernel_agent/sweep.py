@@ -95,7 +95,8 @@ def sweep(
         if outcome.candidate_id in done:
             continue
         if prog is not None and worker is not None:
-            outcome = run(task, outcome, prog, worker, settings)
+            # The library function is timed once, beside the baseline, not beside every candidate.
+            outcome = run(task, outcome, prog, worker, settings, with_library=label == "baseline")
             if label == "baseline" and cache.baseline_timing is None:
                 if outcome.timing is None:
                     raise RuntimeError(f"the baseline failed, so nothing can be compared: {outcome.message}")

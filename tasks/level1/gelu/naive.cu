@@ -1,0 +1,15 @@
+// @kagent entry: gelu
+// @kagent grid: ceil_div(n, 256)
+// @kagent block: 256
+// @kagent smem: 0
+//
+// Naive baseline: one thread per element, the textbook formula with tanhf.
+
+extern "C" __global__ void gelu(const float* x, float* y, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        const float v = x[i];
+        const float u = 0.7978845608028654f * (v + 0.044715f * v * v * v);  // sqrt(2/pi) * (x + 0.044715 x^3)
+        y[i] = 0.5f * v * (1.0f + tanhf(u));
+    }
+}

@@ -162,6 +162,9 @@ def sweep_command(
             cache = sweep(task, task_file, out, variant, worker, arch, Settings(budget_ms=budget_ms), show)
         except (KernelError, KeyError, ValueError, RuntimeError) as exc:
             _fail(2, str(exc))
+        except KeyboardInterrupt:
+            errors.print(f"interrupted: what was measured is kept in {out}; run the same command to resume")
+            raise typer.Exit(130) from None
         finally:
             if worker is not None:
                 worker.close()

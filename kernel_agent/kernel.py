@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Iterator, Mapping
 
 from sandbox import (
     Buffer, CompileResult, DirectiveError, Directives, KernelResources, LaunchPlanError, Program,
@@ -35,6 +36,21 @@ class Kernel:
     def entries(self) -> list[str]:
         return [e.name for e in self.directives.entries]
 
+    def with_knobs(self, knobs: Mapping[str, str]) -> "Kernel":
+        """The same file with other knob values (defaults for those not given); no re-reading."""
+        try:
+            chosen = self.directives.resolve_knobs(knobs)
+        except DirectiveError as exc:
+            raise KernelError(f"{self.path}: {exc}") from None
+        return Kernel(path=self.path, source=self.source, directives=self.directives, knobs=chosen,
+                      flags=list(self.flags))
+
+    def knob_space(self) -> Iterator[dict[str, str]]:
+        """Every combination of the declared knob values (one empty combination if none)."""
+        knobs = list(self.directives.knobs.values())
+        for values in itertools.product(*(k.values for k in knobs)):
+            yield {k.name: v for k, v in zip(knobs, values)}
+
     def compile(self, arch: str) -> CompileResult:
         return compile_source(self.source, self.entries, self.knobs, self.flags, arch, self.path.name)
 
@@ -46,10 +62,10 @@ def load_kernel(path: str | Path, knobs: Mapping[str, str] | None = None, flags:
     source = path.read_text()
     try:
         directives = parse_directives(source)
-        chosen = directives.resolve_knobs(knobs or {})
     except DirectiveError as exc:
         raise KernelError(f"{path}: {exc}") from None
-    return Kernel(path=path, source=source, directives=directives, knobs=chosen, flags=list(flags or []))
+    kernel = Kernel(path=path, source=source, directives=directives, knobs={}, flags=list(flags or []))
+    return kernel.with_knobs(knobs or {})
 
 
 def size_label(dims: Mapping[str, int]) -> str:

@@ -8,13 +8,12 @@ interrupted sweep resumes where it stopped.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 from pydantic import BaseModel, Field
 
@@ -51,13 +50,6 @@ class SweepCache(BaseModel):
         return {r.outcome.candidate_id for r in self.records}
 
 
-def knob_space(kernel: Kernel) -> Iterator[dict[str, str]]:
-    """Every combination of the kernel's declared knob values (one empty combination if none)."""
-    knobs = list(kernel.directives.knobs.values())
-    for values in itertools.product(*(k.values for k in knobs)):
-        yield {k.name: v for k, v in zip(knobs, values)}
-
-
 def candidates(task: Task, variant: str | None = None) -> list[tuple[str, Kernel]]:
     """(label, kernel with knobs chosen) for every combination; the baseline always comes first, since
     every speedup in the sweep is measured against it."""
@@ -68,8 +60,8 @@ def candidates(task: Task, variant: str | None = None) -> list[tuple[str, Kernel
         paths = {"baseline": paths["baseline"], variant: paths[variant]}
     chosen = []
     for label, path in paths.items():
-        for knobs in knob_space(load_kernel(path)):
-            chosen.append((label, load_kernel(path, knobs)))
+        kernel = load_kernel(path)
+        chosen += [(label, kernel.with_knobs(knobs)) for knobs in kernel.knob_space()]
     return chosen
 
 

@@ -9,7 +9,6 @@ from sandbox import Status, trivial_passes
 
 from .check import compile_and_plan
 from .kernel import KernelError, load_kernel, size_cases
-from .sweep import knob_space
 from .task import TaskError, load_task
 
 PROBE_MAX_ELEMENTS = 4_000_000  # the reference probe runs at the largest size under this
@@ -53,11 +52,10 @@ def validate_task(path: Path, arch: str = "sm_90", compile_kernels: bool = True,
 
 
 def _compile_kernel(report: TaskReport, task, label: str, kernel, arch: str, all_knobs: bool) -> None:
-    combinations = list(knob_space(kernel)) if all_knobs else [kernel.knobs]
+    combinations = list(kernel.knob_space()) if all_knobs else [kernel.knobs]
     registers = []
     for knobs in combinations:
-        chosen = load_kernel(kernel.path, knobs)
-        outcome, _ = compile_and_plan(label, task, chosen, arch)
+        outcome, _ = compile_and_plan(label, task, kernel.with_knobs(knobs), arch)
         if outcome.status is not Status.ok:
             report.errors.append(f"{label} ({kernel.path.name}) {knobs}: {outcome.status.value}: {outcome.message}")
             return

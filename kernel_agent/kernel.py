@@ -51,8 +51,13 @@ class Kernel:
         for values in itertools.product(*(k.values for k in knobs)):
             yield {k.name: v for k, v in zip(knobs, values)}
 
+    def compile_job(self, arch: str) -> dict:
+        """compile_source's arguments for this kernel (for compile_many)."""
+        return dict(source=self.source, entries=self.entries, knobs=self.knobs, flags=self.flags, arch=arch,
+                    filename=self.path.name)
+
     def compile(self, arch: str) -> CompileResult:
-        return compile_source(self.source, self.entries, self.knobs, self.flags, arch, self.path.name)
+        return compile_source(**self.compile_job(arch))
 
 
 def load_kernel(path: str | Path, knobs: Mapping[str, str] | None = None, flags: list[str] | None = None) -> Kernel:

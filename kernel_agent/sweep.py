@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
 from pydantic import BaseModel, Field
 
-from sandbox import GpuWorker, Outcome, Settings, Status, ceilings, nvrtc_version, target_arch
+from sandbox import GpuWorker, Outcome, Settings, Status, ceilings, compile_many, nvrtc_version, target_arch
 
 from .check import compile_and_plan, run
 from .kernel import Kernel, load_kernel
@@ -31,6 +32,7 @@ class SweepRecord(BaseModel):
     file: str = Field(description="kernel file, relative to the task file")
     knobs: dict[str, str]
     outcome: Outcome
+    seconds: float | None = Field(None, description="wall time of this candidate's evaluation")
 
 
 class SweepCache(BaseModel):
@@ -81,8 +83,10 @@ def sweep(
     if worker is not None and cache.ceilings is None:
         cache.ceilings = {k: v for k, v in ceilings(worker).items() if k != "device"}
     todo = candidates(task, variant)
+    compile_many([kernel.compile_job(arch) for _, kernel in todo])  # all cores first; the loop hits the cache
     done = cache.done()
     for number, (label, kernel) in enumerate(todo, start=1):
+        started = time.perf_counter()
         outcome, prog = compile_and_plan("candidate", task, kernel, arch)
         if outcome.candidate_id in done:
             continue
@@ -96,7 +100,7 @@ def sweep(
             if outcome.timing and cache.baseline_timing:
                 outcome.speedup = cache.baseline_timing["median_ms"] / outcome.timing.median_ms
         record = SweepRecord(kernel=label, file=os.path.relpath(kernel.path, task.root), knobs=kernel.knobs,
-                             outcome=outcome)
+                             outcome=outcome, seconds=round(time.perf_counter() - started, 3))
         cache.records.append(record)
         _save(cache, out)
         if on_result:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox import Status, trivial_passes
+from sandbox import Status, compile_many, trivial_passes
 
 from .check import compile_and_plan
 from .kernel import KernelError, load_kernel, size_cases
@@ -53,6 +53,8 @@ def validate_task(path: Path, arch: str = "sm_90", compile_kernels: bool = True,
 
 def _compile_kernel(report: TaskReport, task, label: str, kernel, arch: str, all_knobs: bool) -> None:
     combinations = list(kernel.knob_space()) if all_knobs else [kernel.knobs]
+    if len(combinations) > 1:  # on every core first; the loop below then reads the cache
+        compile_many([kernel.with_knobs(knobs).compile_job(arch) for knobs in combinations])
     registers = []
     for knobs in combinations:
         outcome, _ = compile_and_plan(label, task, kernel.with_knobs(knobs), arch)

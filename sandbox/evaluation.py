@@ -11,7 +11,7 @@ import cupy as cp
 import numpy as np
 
 from .classify import classify_cuda_error
-from .compare import compare
+from .compare import compare, same_bytes
 from .dtypes import lookup, scalar_type, to_storage
 from .gpu import GuardedBuffer, count_differences
 from .inputs import draw, load_function, run_reference
@@ -49,6 +49,7 @@ class SizeState:
     inputs: dict[str, np.ndarray]
     reference: dict[str, np.ndarray]
     verified: dict[str, cp.ndarray] = field(default_factory=dict)
+    verified_host: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 class Evaluation:
@@ -118,8 +119,9 @@ class Evaluation:
         run = lambda: self.run_once(program, functions, index, buffers, inputs)  # noqa: E731
         runs = [run(), run()]
         state = SizeState(buffers, inputs, self.reference_outputs(index, seed, inputs))
-        mismatch = self.first_mismatch(index, runs[0], state.reference, "check") or self.first_mismatch(
-            index, runs[1], state.reference, "repeat")
+        mismatch = self.first_mismatch(index, runs[0], state.reference, "check")
+        if mismatch is None and not _identical(runs[0], runs[1]):  # identical bytes need no second compare
+            mismatch = self.first_mismatch(index, runs[1], state.reference, "repeat")
         if mismatch:
             runs += [run() for _ in range(EXTRA_RUNS_ON_MISMATCH)]
         same = all(_identical(runs[0], r) for r in runs[1:])
@@ -127,6 +129,7 @@ class Evaluation:
         if mismatch:
             status, message = _failure_class(runs, same, f"wrong {mismatch.output} at {case.label}")
             raise KernelFailure(status, message, mismatch)
+        state.verified_host = runs[0]
         state.verified = {name: cp.asarray(values) for name, values in runs[0].items()}
         return state
 
@@ -172,6 +175,8 @@ class Evaluation:
                                     Mismatch(size=label, phase="guard", output=buffer.spec.name, detail=violation))
         for name, original in inputs.items():
             now = buffers[name].download()
+            if same_bytes(now, original):
+                continue
             changed = np.flatnonzero(now.view(np.uint8) != original.reshape(-1).view(np.uint8))
             if changed.size:
                 detail = f"input {name} was modified ({changed.size} bytes changed, first at byte {changed[0]})"
@@ -233,7 +238,10 @@ class Evaluation:
         self.program_label = programs[0].label
         self.beat("compare", self.s.reference_timeout_s)
         last = {n: b.download() for n, b in states[0].buffers.items() if b.spec.role == "output"}
-        if mismatch := self.first_mismatch(index, last, states[0].reference, "timed"):
+        # Compared on the host (the GPU-side checks above trust device memory the kernel could reach):
+        # the same bytes as the verified run pass at once, anything else is compared with the reference.
+        if not _identical(last, states[0].verified_host) and (
+                mismatch := self.first_mismatch(index, last, states[0].reference, "timed")):
             raise KernelFailure(Status.wrong_result, "the last timed launch gave a wrong result", mismatch)
         return [summarise(s) for s in samples]
 
@@ -306,7 +314,7 @@ def _failure_class(runs: list[dict], same: bool, message: str) -> tuple[Status, 
 
 
 def _identical(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
-    return all(np.array_equal(a[k].view(np.uint8), b[k].view(np.uint8)) for k in a)
+    return all(same_bytes(a[k], b[k]) for k in a)
 
 
 @contextlib.contextmanager

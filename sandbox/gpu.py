@@ -60,8 +60,15 @@ def count_differences(buffer: Buffer, got: cp.ndarray, verified: cp.ndarray) -> 
     """Elements of `got` outside tolerance of an output already verified on the host."""
     if buffer.exact or not lookup(buffer.dtype).is_float:
         return int(cp.count_nonzero(got != verified))
+    if _same_bits(got, verified):  # one pass for the usual, deterministic case
+        return 0
     a, b = as_float(got, buffer.dtype), as_float(verified, buffer.dtype)
     # Both are within tolerance of the reference, so they may differ by twice the tolerance.
     close = cp.abs(a - b) <= 2 * (buffer.atol + buffer.rtol * cp.abs(b))
     close |= cp.isnan(a) & cp.isnan(b)
     return int(got.size - cp.count_nonzero(close))
+
+
+def _same_bits(a: cp.ndarray, b: cp.ndarray) -> bool:
+    width = {8: cp.uint64, 4: cp.uint32, 2: cp.uint16}.get(a.itemsize, cp.uint8)
+    return not bool((a.view(width) != b.view(width)).any())

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from sandbox.compare import compare
+from sandbox.compare import CHUNK, compare, same_bytes
 from sandbox.dtypes import DTYPES, from_bf16_bits, to_bf16_bits
 from sandbox.inputs import draw, poison
 from sandbox.outcome import trim_log
@@ -70,3 +70,34 @@ def test_trim_log_keeps_first_error_and_tail():
     lines = [f"note {i}" for i in range(100)] + ["x.cu(7): error: boom"] + [f"tail {i}" for i in range(100)]
     trimmed = trim_log("\n".join(lines))
     assert "x.cu(7): error: boom" in trimmed and "tail 99" in trimmed and "lines omitted" in trimmed
+
+
+def test_large_outputs_take_the_parallel_pass_and_still_find_one_bad_element():
+    n = 3 * CHUNK + 17  # several pieces plus a ragged end
+    out = Buffer(name="y", role="output", dtype="float16", shape=[n], atol=1e-3, rtol=1e-3)
+    ref = np.linspace(-2, 2, n).astype(np.float16)
+    assert compare(out, ref.copy(), ref) is None
+    for index in (0, CHUNK, n - 1):
+        got = ref.copy()
+        got[index] = np.float16(7.0)
+        mismatch = compare(out, got, ref)
+        assert mismatch is not None and mismatch.first_bad_index == [index]
+        assert mismatch.detail.startswith("1 of")
+    exact = Buffer(name="i", role="output", dtype="int32", shape=[n], exact=True)
+    ints = np.arange(n, dtype=np.int32)
+    assert compare(exact, ints.copy(), ints) is None
+    wrong = ints.copy()
+    wrong[-1] += 1
+    assert compare(exact, wrong, ints).first_bad_index == [n - 1]
+
+
+def test_same_bytes_sees_a_difference_anywhere_including_the_ragged_tail():
+    a = np.arange(1003, dtype=np.uint8)
+    assert same_bytes(a, a.copy())
+    for index in (0, 500, 1002):
+        b = a.copy()
+        b[index] ^= 1
+        assert not same_bytes(a, b)
+    assert not same_bytes(a, a[:-1])
+    nan = np.array([np.nan], dtype=np.float32)
+    assert same_bytes(nan, nan.copy())  # bits, not values: NaN equals itself

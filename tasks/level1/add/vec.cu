@@ -2,10 +2,10 @@
 // @kagent grid: (min(ceil_div(n, BLOCK * VEC * UNROLL), 132 * (2048 // BLOCK) * WAVES) if WAVES > 0 else ceil_div(n, BLOCK * VEC * UNROLL))
 // @kagent block: BLOCK
 // @kagent smem: 0
-// @kagent knob BLOCK [launch]: 256 128 512 1024
+// @kagent knob BLOCK [launch]: 256 128 512
 // @kagent knob VEC [memory]: 4 1 2
-// @kagent knob UNROLL [compute]: 2 1 4
-// @kagent knob WAVES [launch]: 0 1 4
+// @kagent knob UNROLL [compute]: 2 1
+// @kagent knob WAVES [launch]: 0 4
 //
 // Expert add: VEC-wide loads and stores (float4 for VEC=4), UNROLL vectors per
 // thread with every load issued before the first store (memory-level

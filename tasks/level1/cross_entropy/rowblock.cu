@@ -9,7 +9,7 @@
 // @kagent smem: 0
 // @kagent params: partial, loss, batch
 // @kagent scratch partial: ceil_div(batch, ROWS_PER_BLOCK) float32
-// @kagent knob BLOCK [launch]: 256 512 128 1024
+// @kagent knob BLOCK [launch]: 256 512 128
 // @kagent knob ROWS_PER_BLOCK [launch]: 1 2 4
 // @kagent knob VEC [memory]: 4 1
 // @kagent knob FINAL [reduction]: 0 1

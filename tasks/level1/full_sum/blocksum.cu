@@ -8,9 +8,9 @@
 // @kagent block: 1024
 // @kagent params: partials, out, n
 // @kagent knob TWO_PASS [reduction]: 1 0
-// @kagent knob BLOCK [launch]: 256 128 512 1024
+// @kagent knob BLOCK [launch]: 256 128 512
 // @kagent knob VEC [memory]: 4 1 2
-// @kagent knob ITEMS [memory]: 8 4 16
+// @kagent knob ITEMS [memory]: 8 4
 //
 // Expert full sum. Block b sums the contiguous chunk
 // [b*CHUNK, (b+1)*CHUNK), CHUNK = BLOCK*VEC*ITEMS: each thread issues ITEMS

@@ -2,10 +2,10 @@
 // @kagent grid: ceil_div(n, BLOCK * VEC * UNROLL)
 // @kagent block: BLOCK
 // @kagent smem: 0
-// @kagent knob BLOCK [launch]: 256 128 512 1024
+// @kagent knob BLOCK [launch]: 256 128 512
 // @kagent knob VEC [memory]: 4 1 2
-// @kagent knob UNROLL [memory]: 2 1 4
-// @kagent knob FAST_TANH [compute]: 2 0 1
+// @kagent knob UNROLL [memory]: 2 1
+// @kagent knob FAST_TANH [compute]: 2 0
 //
 // Expert GELU: VEC-wide streaming loads and stores, UNROLL vectors per thread
 // with every load issued before any math (memory-level parallelism), and a

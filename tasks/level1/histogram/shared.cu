@@ -2,8 +2,8 @@
 // @kagent grid: min(ceil_div(n, BLOCK * ITEMS_PER_THREAD * VEC), 132 * max(1, min(1024 // BLOCK, 232448 // (SUB_HISTOGRAMS * 1024 + 1024))))
 // @kagent block: BLOCK
 // @kagent smem: 0
-// @kagent knob BLOCK [launch]: 256 512 1024 128
-// @kagent knob ITEMS_PER_THREAD [compute]: 4 2 1
+// @kagent knob BLOCK [launch]: 256 512 1024
+// @kagent knob ITEMS_PER_THREAD [compute]: 4 2
 // @kagent knob VEC [memory]: 4 1
 // @kagent knob SUB_HISTOGRAMS [reduction]: 32 8 1
 //

@@ -5,7 +5,7 @@
 // @kagent knob WARPS_M [launch]: 2 4
 // @kagent knob WARPS_N [launch]: 2 1
 // @kagent knob FRAG_N [compute]: 4 2
-// @kagent knob BK [memory]: 32 64 16
+// @kagent knob BK [memory]: 32 64
 // @kagent knob STAGES [memory]: 3 2
 //
 // Expert fp16 GEMM on tensor cores (wmma 16x16x16, fp32 accumulators).

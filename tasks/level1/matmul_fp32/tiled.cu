@@ -5,8 +5,8 @@
 // @kagent knob BM [launch]: 128 64
 // @kagent knob BN [launch]: 128 64
 // @kagent knob THREAD_TILE [compute]: 8 4
-// @kagent knob BK [memory]: 8 16 32
-// @kagent knob UNROLL [compute]: 8 4 1
+// @kagent knob BK [memory]: 8 16
+// @kagent knob UNROLL [compute]: 8 1
 //
 // Expert fp32 SGEMM: shared-memory tiling with register blocking.
 //

@@ -4,7 +4,7 @@
 // @kagent smem: 0
 // @kagent knob BLOCK [launch]: 256 128 512
 // @kagent knob OUT_W [compute]: 4 2 1
-// @kagent knob OUT_H [compute]: 1 2 4
+// @kagent knob OUT_H [compute]: 1 2
 // @kagent knob VEC [memory]: 4 1
 //
 // Expert max pooling (3x3, stride 2, padding 1): each thread computes an

@@ -2,10 +2,10 @@
 // @kagent grid: ceil_div(rows, ROWS_PER_BLOCK)
 // @kagent block: BLOCK
 // @kagent smem: 0
-// @kagent knob BLOCK [launch]: 256 128 512 1024
-// @kagent knob ROWS_PER_BLOCK [launch]: 1 2 4
+// @kagent knob BLOCK [launch]: 256 128 512
+// @kagent knob ROWS_PER_BLOCK [launch]: 1 2
 // @kagent knob VEC [memory]: 4 1 2
-// @kagent knob UNROLL [memory]: 4 1 2
+// @kagent knob UNROLL [memory]: 4 1
 //
 // Expert row argmax: BLOCK/ROWS_PER_BLOCK threads (whole warps) per row.
 // - Coalesced VEC-wide loads; each row is peeled to VEC alignment (scalar

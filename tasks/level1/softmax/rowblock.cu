@@ -2,8 +2,8 @@
 // @kagent grid: ceil_div(rows, ROWS_PER_BLOCK)
 // @kagent block: BLOCK
 // @kagent smem: 0
-// @kagent knob BLOCK [launch]: 256 128 512 1024
-// @kagent knob ROWS_PER_BLOCK [launch]: 1 2 4
+// @kagent knob BLOCK [launch]: 256 128 512
+// @kagent knob ROWS_PER_BLOCK [launch]: 1 2
 // @kagent knob VEC [memory]: 4 1 2
 // @kagent knob ONLINE [reduction]: 1 0
 //

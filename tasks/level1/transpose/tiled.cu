@@ -5,7 +5,7 @@
 // @kagent knob TILE [memory]: 32 64 16
 // @kagent knob VEC [memory]: 4 1 2
 // @kagent knob PAD [memory]: 1 0
-// @kagent knob BLOCK_ROWS [launch]: 8 16 4
+// @kagent knob BLOCK_ROWS [launch]: 8 4
 //
 // Expert transpose through a shared-memory tile. Block (bx, by) moves the
 // TILE x TILE tile whose top-left element is x[by*TILE, bx*TILE]:

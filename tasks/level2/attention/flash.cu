@@ -13,7 +13,7 @@
 // @kagent scratch l_part: KSPLIT * seq float32
 // @kagent knob BLOCK_Q [launch]: 64 32 128
 // @kagent knob BLOCK_K [memory]: 64 32
-// @kagent knob KSPLIT [launch]: 4 1 2 8
+// @kagent knob KSPLIT [launch]: 4 1 8
 // @kagent knob ROWS [compute]: 4 2
 //
 // Expert attention, flash-attention style on CUDA cores (fp32 FFMA), in two

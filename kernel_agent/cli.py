@@ -206,27 +206,119 @@ def doctor(
 
 @app.command()
 def optimize(
-    task_file: Path = typer.Argument(..., help="Task YAML, e.g. tasks/layernorm.yaml."),
+    task_file: Optional[Path] = typer.Argument(None, help="Task YAML, e.g. tasks/layernorm.yaml (not needed with --resume)."),
+    budget: Optional[int] = typer.Option(None, help="Evaluations to spend, the baseline included [default: 40]."),
+    time_limit: Optional[float] = typer.Option(None, "--time-limit", help="Stop after this many seconds (then finish the report)."),
+    strategy: str = typer.Option("agent", help="agent (planner + specialists), random, exhaustive or evolutionary."),
+    seed: int = typer.Option(0, help="Seed of the search (a replayed run is deterministic for a seed)."),
+    batch: int = typer.Option(4, help="Candidates proposed and ranked together."),
+    executor: str = typer.Option("auto", help="gpu (measure now), replay (a recorded sweep), or auto: the GPU if there is one."),
+    recording: Optional[Path] = typer.Option(None, help="Recorded sweep to replay [default: tests/data/h200/TASK.json]."),
+    fix: List[str] = typer.Option([], "--fix", help="Pin a knob, NAME=VALUE (repeatable)."),
+    resume: Optional[str] = typer.Option(None, help="Continue an interrupted run: its folder or run id."),
+    out: Path = typer.Option(Path("results"), help="Folder for runs (OUT/TASK/RUN/), the attempt store and learned policies."),
+    warm_start: bool = typer.Option(True, "--warm-start/--no-warm-start",
+                                    help="Start from the policies and failure rules learned by earlier runs."),
     device: int = typer.Option(0, help="GPU index."),
-    compile_only: bool = typer.Option(False, "--compile-only", help="Compile only; no GPU needed."),
+    budget_ms: float = typer.Option(200.0, help="Time spent in timed launches per candidate (GPU)."),
 ) -> None:
-    """Optimise a task's kernel. The search is not built yet: this evaluates the task's own kernels."""
-    console.print("[yellow]the optimize search is not built yet: evaluating the task's kernels as they are[/]")
+    """Search a task's kernels, knobs and generic edits for the fastest correct kernel.
+
+    A planner picks which specialist (launch, memory, compute, reduction) acts on which parent; the
+    specialists learn from rank rewards; failures become rules that prune later proposals. Writes
+    OUT/TASK/RUN/ with best.cu, report.md, progress.png and attempts.jsonl. Without a GPU, replays the
+    task's recorded H200 sweep and says so. Ctrl-C loses nothing: --resume RUN continues.
+    """
+    from .optimize.executors import ExecutorError
+    from .optimize.runner import RunConfig
+    from .optimize.session import OptimizeInputError, execute, find_run, new_config, run_folder
+
     try:
-        task = load_task(task_file)
-    except TaskError as exc:
+        if resume:
+            run_dir = find_run(out, resume)
+            config = RunConfig.load(run_dir)
+            if budget is not None:
+                config.budget = budget
+            if time_limit is not None:
+                config.time_limit_s = time_limit
+            console.print(f"resuming {config.run_id} ({config.task}, {config.strategy}, {config.executor})")
+        else:
+            if task_file is None:
+                _fail(2, "give a task file (or --resume RUN)")
+            config = new_config(task_file, out, strategy, seed, 40 if budget is None else budget, batch, executor,
+                                recording, time_limit, warm_start, device, console.print, _parse_knobs(fix))
+            run_dir = run_folder(out, config)
+        with _optimize_progress(config) as (on_start, on_batch):
+            result = execute(config, run_dir, out, device, Settings(budget_ms=budget_ms), on_start, on_batch)
+    except (TaskError, KernelError, DirectiveError, OptimizeInputError, BaselineError) as exc:
         _fail(2, str(exc))
-    worker = None if compile_only or detect_arch(device) is None else GpuWorker(device)
-    if worker is None and not compile_only:
-        console.print("no GPU found: compiling only")
-    try:
-        for label, path in task.kernel_paths().items():
-            show_outcome(check(task, path, worker=worker), console, title=f"{task.name}: {label}")
-    except (KernelError, BaselineError) as exc:
-        _fail(2, str(exc))
-    finally:
-        if worker is not None:
-            worker.close()
+    except (ExecutorError, ToolchainError, SandboxError) as exc:
+        _fail(3, str(exc))
+    except KeyboardInterrupt:
+        errors.print(f"interrupted: every finished evaluation is kept; continue with --resume {run_dir}")
+        raise typer.Exit(130) from None
+    _show_optimize_summary(result, run_dir)
+
+
+def _optimize_progress(config):
+    """A live line: evaluations, best speedup, failures by class, the specialist acting."""
+    import contextlib
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    @contextlib.contextmanager
+    def show():
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=console, transient=False) as progress:
+            bar = progress.add_task(f"{config.task}: starting ({config.executor})", total=config.budget)
+            base = {}
+
+            def on_start(cfg, space, executor):
+                progress.update(bar, description=f"{cfg.task}: timing the baseline ({executor.name})")
+
+            def on_batch(state, batch):
+                if not base and state.attempts[0].ms:
+                    base["ms"] = state.attempts[0].ms
+                best = state.best()
+                speed = f"{base['ms'] / best.ms:.2f}x" if best and base else "-"
+                failures = {}
+                for a in state.attempts:
+                    if a.ms is None:
+                        failures[a.outcome.status.value] = failures.get(a.outcome.status.value, 0) + 1
+                acting = ", ".join(sorted({a.specialist for a in batch if a.specialist})) or batch[-1].note
+                failed = " ".join(f"{k}:{v}" for k, v in sorted(failures.items())) or "none"
+                progress.update(bar, completed=len(state.attempts),
+                                description=f"{config.task}: best {speed} | failures {failed} | acting: {acting}")
+
+            yield on_start, on_batch
+
+    return show()
+
+
+def _show_optimize_summary(result, run_dir: Path) -> None:
+    from rich.table import Table
+
+    final, best = result.final, result.best
+    if result.config.executor == "replay":
+        console.print(f"[yellow]replayed:[/] timings come from the recorded sweep {result.config.recording}")
+    table = Table(title=f"{result.config.task}: {len(result.state.attempts)} evaluations, {result.stopped}")
+    for column in ("kernel", "median", "speedup", "roofline"):
+        table.add_column(column)
+    base = result.baseline
+    table.add_row("baseline", f"{base.timing.median_ms:.4f} ms" if base.timing else "-", "1.00x", "")
+    if final is not None and final.timing is not None:
+        fraction = final.roofline.fraction if final.roofline else None
+        table.add_row(f"best: {best.candidate.label()}", f"{final.timing.median_ms:.4f} ms",
+                      f"{final.speedup:.2f}x" if final.speedup else "-", f"{fraction:.1%}" if fraction else "-")
+        if final.library_timing:
+            table.add_row("library", f"{final.library_timing.median_ms:.4f} ms",
+                          f"ours {final.library_speedup:.2f}x faster" if final.library_speedup else "", "")
+    console.print(table)
+    failures = ", ".join(f"{k} {v}" for k, v in sorted(result.failures.items())) or "none"
+    console.print(f"failures: {failures}; rules learned: {len(result.state.kb.rules)}")
+    console.print(f"wrote {run_dir}/best.cu, report.md, progress.png, attempts.jsonl")
+    if final is None or final.timing is None:
+        raise typer.Exit(1)
 
 
 def main() -> None:

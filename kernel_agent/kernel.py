@@ -69,7 +69,8 @@ def load_kernel(path: str | Path, knobs: Mapping[str, str] | None = None, flags:
         directives = parse_directives(source)
     except DirectiveError as exc:
         raise KernelError(f"{path}: {exc}") from None
-    kernel = Kernel(path=path, source=source, directives=directives, knobs={}, flags=list(flags or []))
+    own = [f for f in directives.flags if f not in (flags or [])]
+    kernel = Kernel(path=path, source=source, directives=directives, knobs={}, flags=own + list(flags or []))
     return kernel.with_knobs(knobs or {})
 
 

@@ -61,6 +61,8 @@ class Cost(_Strict):
 class Task(_Strict):
     name: str = Field(pattern=IDENT)
     description: str = ""
+    family: str | None = Field(None, pattern=IDENT, description="operator family (learned search policies are "
+                                                              "shared within it); default: the task's name")
     reference: str = Field(description="'file.py:function', relative to the task file")
     library: str | None = Field(None, description="'file.py:function' taking torch tensors, timed alongside")
     dims: dict[str, int] = Field(description="the timed size")

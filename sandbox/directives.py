@@ -16,6 +16,7 @@ _DIRECTIVE = re.compile(r"^\s*//\s*@kagent\s+(.*?)\s*$")
 _KNOB = re.compile(r"^knob\s+([A-Za-z_]\w*)\s*\[(\w+)\]\s*:\s*(.+)$")
 _SCRATCH = re.compile(r"^scratch\s+([A-Za-z_]\w*)\s*:\s*(.+)$")
 _KEYED = re.compile(r"^(entry|grid|block|smem|params)\s*:\s*(.*)$")
+_FLAGS = re.compile(r"^flags\s*:\s*(.*)$")
 _IDENT = re.compile(r"^[A-Za-z_]\w*$")
 
 
@@ -55,6 +56,7 @@ class Directives(BaseModel):
     entries: list[Entry]
     knobs: dict[str, Knob] = Field(default_factory=dict)
     scratch: dict[str, Scratch] = Field(default_factory=dict)
+    flags: list[str] = Field(default_factory=list, description="compile flags the kernel is always built with")
 
     def default_knobs(self) -> dict[str, str]:
         return {k.name: k.default for k in self.knobs.values()}
@@ -78,11 +80,15 @@ def parse(source: str) -> Directives:
     entries: list[Entry] = []
     knobs: dict[str, Knob] = {}
     scratch: dict[str, Scratch] = {}
+    flags: list[str] = []
     for number, line in enumerate(source.splitlines(), start=1):
         match = _DIRECTIVE.match(line)
         if not match:
             continue
         body = match.group(1)
+        if m := _FLAGS.match(body):
+            flags += m.group(1).split()
+            continue
         try:
             _apply(body, number, entries, knobs, scratch)
         except (expr.ExprError, ValueError) as exc:
@@ -99,7 +105,7 @@ def parse(source: str) -> Directives:
             raise DirectiveError(
                 f"line {entry.line}: entry {entry.name!r} names no __global__ function in the file"
             )
-    return Directives(entries=entries, knobs=knobs, scratch=scratch)
+    return Directives(entries=entries, knobs=knobs, scratch=scratch, flags=flags)
 
 
 def _apply(body: str, number: int, entries: list[Entry], knobs: dict, scratch: dict) -> None:
@@ -127,7 +133,7 @@ def _apply(body: str, number: int, entries: list[Entry], knobs: dict, scratch: d
         return
     m = _KEYED.match(body)
     if not m:
-        raise ValueError(f"unknown directive {body!r}; expected entry, grid, block, smem, params, knob or scratch")
+        raise ValueError(f"unknown directive {body!r}; expected entry, grid, block, smem, params, knob, scratch or flags")
     key, value = m.groups()
     if key == "entry":
         if not _IDENT.match(value):

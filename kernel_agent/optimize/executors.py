@@ -1,0 +1,116 @@
+"""Who answers "how does this candidate do?": the GPU (measured now) or a recorded sweep (replayed)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from sandbox import GpuWorker, Outcome, Settings, Status, Timing, ceilings, compile_many
+
+from ..check import baseline_program, compile_and_plan, run
+from ..sweep import SweepCache
+from ..task import Task
+from .space import Candidate, Space
+
+
+class ExecutorError(RuntimeError):
+    """The executor cannot serve this task (no GPU, no recording, a stale recording)."""
+
+
+class GpuExecutor:
+    """Compiles on every core, then checks and times each candidate in the GPU worker. The baseline
+    and the library function are timed once at the start; the winner is re-measured beside both."""
+
+    name = "gpu"
+
+    def __init__(self, task: Task, space: Space, worker: GpuWorker, arch: str, settings: Settings):
+        self.task, self.space, self.worker, self.arch, self.settings = task, space, worker, arch, settings
+        self.baseline_timing: Timing | None = None
+        self.library_timing: Timing | None = None
+        self.ceilings: dict = {}
+        self.gpu = None
+
+    def start(self) -> Outcome:
+        self.gpu = self.worker.info or self.worker.start()
+        self.ceilings = {k: v for k, v in ceilings(self.worker).items() if k != "device"}
+        outcome, prog = compile_and_plan("baseline", self.task, self.space.build(self.space.default("baseline")),
+                                         self.arch)
+        if prog is None:
+            raise ExecutorError(f"the task's baseline does not build: {outcome.message}")
+        outcome = run(self.task, outcome, prog, self.worker, self.settings, with_library=True)
+        if outcome.timing is None:
+            raise ExecutorError(f"the task's baseline failed: {outcome.message}")
+        self.baseline_timing, self.library_timing = outcome.timing, outcome.library_timing
+        return outcome
+
+    def evaluate(self, candidates: list[Candidate]) -> list[tuple[Outcome, float]]:
+        kernels = [self.space.build(c) for c in candidates]
+        compile_many([k.compile_job(self.arch) for k in kernels])
+        results = []
+        for kernel in kernels:
+            started = time.perf_counter()
+            outcome, prog = compile_and_plan("candidate", self.task, kernel, self.arch)
+            if prog is not None:
+                outcome = run(self.task, outcome, prog, self.worker, self.settings, with_library=False)
+                if outcome.timing is not None:
+                    outcome.speedup = self.baseline_timing.median_ms / outcome.timing.median_ms
+            results.append((outcome, time.perf_counter() - started))
+        return results
+
+    def final(self, candidate: Candidate) -> Outcome:
+        """The winner beside the baseline and the library function, in one run: the reported figures."""
+        outcome, prog = compile_and_plan("candidate", self.task, self.space.build(candidate), self.arch)
+        if prog is None:
+            return outcome
+        return run(self.task, outcome, prog, self.worker, self.settings,
+                   baseline=baseline_program(self.task, self.arch), with_library=True)
+
+
+class ReplayExecutor:
+    """Answers from a recorded sweep: deterministic, instant, no GPU. Generic edits were not recorded,
+    so the space is the task's declared knobs."""
+
+    name = "replay"
+
+    def __init__(self, task: Task, space: Space, recording: Path):
+        self.task, self.space, self.recording = task, space, recording
+        try:
+            self.cache = SweepCache.model_validate_json(recording.read_text())
+        except (OSError, ValueError) as exc:
+            raise ExecutorError(f"cannot read the recorded sweep {recording}: {exc}") from None
+        if self.cache.task != task.name or self.cache.executor != "gpu":
+            raise ExecutorError(f"{recording} is a {self.cache.executor} sweep of {self.cache.task}, "
+                                f"not a GPU sweep of {task.name}")
+        self.records = {Candidate.make(r.kernel, r.knobs): r for r in self.cache.records}
+        missing = [c for c in space.all() if c not in self.records]
+        if missing:
+            raise ExecutorError(
+                f"{recording} does not cover the task's space ({len(missing)} of {space.size} candidates "
+                f"unrecorded, e.g. {missing[0].label()}): the kernels changed or the sweep is incomplete; "
+                f"finish it with `kagent sweep {self.cache.task_file} --out {recording}`")
+        self.baseline_timing = Timing(**self.cache.baseline_timing) if self.cache.baseline_timing else None
+        baseline = self.records[space.default("baseline")]
+        self.library_timing = baseline.outcome.library_timing
+        self.ceilings = self.cache.ceilings or {}
+        self.gpu = self.cache.gpu
+
+    def start(self) -> Outcome:
+        return self.records[self.space.default("baseline")].outcome.model_copy(deep=True)
+
+    def evaluate(self, candidates: list[Candidate]) -> list[tuple[Outcome, float]]:
+        out = []
+        for c in candidates:
+            record = self.records[c]
+            out.append((record.outcome.model_copy(deep=True), record.seconds or 0.0))
+        return out
+
+    def final(self, candidate: Candidate) -> Outcome:
+        outcome = self.records[candidate].outcome.model_copy(deep=True)
+        outcome.baseline_timing, outcome.library_timing = self.baseline_timing, self.library_timing
+        if outcome.timing and self.library_timing:
+            outcome.library_speedup = self.library_timing.median_ms / outcome.timing.median_ms
+        return outcome
+
+
+def failed(outcome: Outcome) -> bool:
+    return outcome.status is not Status.ok

@@ -1,0 +1,80 @@
+"""Failure rules: which knob values, alone or in pairs, always led to which failure class.
+
+Rules are derived from every observation (this run's, and earlier runs' of the same task from the
+store), used to prune proposals before anything is compiled, and shown in the report. A rule needs
+two failures and no success; a success matching it later removes it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from sandbox import Status
+
+from .space import Candidate
+
+MIN_FAILURES = 2
+
+
+@dataclass
+class Rule:
+    kernel: str
+    conditions: tuple[tuple[str, str], ...]
+    status: Status
+    failures: int
+    pruned: int = 0
+
+    def matches(self, candidate: Candidate) -> bool:
+        values = candidate.values
+        return candidate.kernel == self.kernel and all(values.get(k) == v for k, v in self.conditions)
+
+    def text(self) -> str:
+        when = " and ".join(f"{k}={v}" for k, v in self.conditions)
+        return f"{self.kernel}: {when} -> {self.status.value} ({self.failures} failures, no success)"
+
+    def as_dont(self) -> str:
+        when = " with ".join(f"{k}={v}" for k, v in self.conditions)
+        return f"do not use {when} in {self.kernel}: {self.status.value} in {self.failures} of {self.failures} tries"
+
+
+@dataclass
+class KnowledgeBase:
+    observations: dict[Candidate, Status] = field(default_factory=dict)
+    rules: list[Rule] = field(default_factory=list)
+    _pruned: Counter = field(default_factory=Counter)
+
+    def observe(self, candidate: Candidate, status: Status) -> None:
+        self.observations[candidate] = status
+        self.rules = self._derive()
+
+    def blocking_rule(self, candidate: Candidate) -> Rule | None:
+        for rule in self.rules:
+            if rule.matches(candidate):
+                return rule
+        return None
+
+    def count_pruned(self, rule: Rule) -> None:
+        self._pruned[(rule.kernel, rule.conditions)] += 1
+        rule.pruned = self._pruned[(rule.kernel, rule.conditions)]
+
+    def _derive(self) -> list[Rule]:
+        seen: dict[tuple, list[Status]] = defaultdict(list)
+        for candidate, status in self.observations.items():
+            values = sorted(candidate.knobs)
+            for size in (1, 2):
+                for condition in itertools.combinations(values, size):
+                    seen[(candidate.kernel, condition)].append(status)
+        rules = []
+        for (kernel, condition), statuses in seen.items():
+            if Status.ok in statuses or len(statuses) < MIN_FAILURES:
+                continue
+            status = Counter(statuses).most_common(1)[0][0]
+            rule = Rule(kernel, condition, status, len(statuses), self._pruned[(kernel, condition)])
+            rules.append(rule)
+        rules.sort(key=lambda r: (len(r.conditions), -r.failures, r.conditions))
+        # a pair rule adds nothing when one of its values alone is already a rule
+        singles = [r for r in rules if len(r.conditions) == 1]
+        return singles + [r for r in rules if len(r.conditions) == 2 and not any(
+            s.kernel == r.kernel and set(s.conditions) < set(r.conditions) for s in singles)]

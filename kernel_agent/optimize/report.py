@@ -1,0 +1,107 @@
+"""What a run leaves behind: best.cu, report.md, progress.png (attempts.jsonl is written as it goes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sandbox import Outcome, Timing
+
+from ..plot import progress_png
+from .runner import RunResult
+from .space import Space
+
+
+def best_speedups(result: RunResult) -> list[float | None]:
+    """Best speedup over the baseline after each evaluation (None until something is correct)."""
+    base = result.baseline.timing.median_ms if result.baseline.timing else None
+    out, best = [], None
+    for a in result.state.attempts:
+        if a.ms is not None and (best is None or a.ms < best):
+            best = a.ms
+        out.append(base / best if base and best else None)
+    return out
+
+
+def write_outputs(result: RunResult, space: Space, run_dir: Path, strategy) -> None:
+    best = result.best
+    if best is not None:
+        (run_dir / "best.cu").write_text(space.self_contained(best.candidate))
+    progress_png(run_dir / "progress.png", best_speedups(result),
+                 [a.ms is None for a in result.state.attempts],
+                 title=f"{result.config.task}: {result.config.strategy} ({result.config.executor})")
+    (run_dir / "report.md").write_text(report_markdown(result, strategy))
+
+
+def _ms(t: Timing | None) -> str:
+    return f"{t.median_ms:.4f} ms" if t else "-"
+
+
+def _roofline(o: Outcome | None) -> str:
+    if o is None or o.roofline is None or o.roofline.fraction is None:
+        return "-"
+    r = o.roofline
+    parts = []
+    if r.bandwidth_fraction is not None:
+        parts.append(f"{r.bandwidth_fraction:.1%} of copy bandwidth ({r.achieved_gbps:.0f} GB/s)")
+    if r.compute_fraction is not None:
+        parts.append(f"{r.compute_fraction:.1%} of fp32 FMA rate")
+    return "; ".join(parts)
+
+
+def report_markdown(result: RunResult, strategy) -> str:
+    c, final, best = result.config, result.final, result.best
+    lines = [f"# kagent optimize: {c.task}", ""]
+    if c.executor == "replay":
+        lines += [f"**Replayed timings**: every figure below comes from the recorded sweep `{c.recording}` "
+                  "(measured earlier on the GPU named there), not from a GPU in this run.", ""]
+    lines += [
+        f"- run `{c.run_id}`: strategy `{c.strategy}`, seed {c.seed}, budget {c.budget} evaluations "
+        f"(batches of {c.batch}), executor `{c.executor}`, architecture {c.arch}",
+        f"- {len(result.state.attempts)} evaluations ({result.resumed_attempts} from an earlier part of this run), "
+        f"stopped: {result.stopped}; wall time {result.wall_s:.1f} s",
+        f"- search space: {result.state.space.size} candidates over {len(result.state.space.kernels)} kernel files",
+        "",
+        "## Result", "",
+        "| kernel | median time | speedup vs baseline | roofline |",
+        "| --- | --- | --- | --- |",
+    ]
+    base = result.baseline
+    lines.append(f"| baseline (`{c.task}` as given) | {_ms(base.timing)} | 1.00x | {_roofline(base)} |")
+    if final is not None and best is not None:
+        speed = f"{final.speedup:.2f}x" if final.speedup else "-"
+        lines.append(f"| best: `{best.candidate.label()}` | {_ms(final.timing)} | {speed} | {_roofline(final)} |")
+        if final.library_timing:
+            lib = f"{final.library_speedup:.2f}x faster than the library" if final.library_speedup else ""
+            lines.append(f"| library function | {_ms(final.library_timing)} | {lib} | |")
+        where = "measured beside the baseline and the library function in one run" if c.executor == "gpu" \
+            else "as recorded in the sweep"
+        lines += ["", f"The best kernel's figures are {where}; it is saved as `best.cu` (knob values first, "
+                      "so `kagent check TASK best.cu` re-measures it)."]
+        for flag in final.flags:
+            lines.append(f"- flag: {flag}")
+    else:
+        lines.append("| best | no correct kernel found | | |")
+    lines += ["", "## Failures by class", ""]
+    lines += [f"- {k}: {v}" for k, v in sorted(result.failures.items())] or ["- none"]
+    planner = getattr(strategy, "planner", None)
+    if planner is not None:
+        lines += ["", "## Credit by specialist", "", "| specialist | proposals | mean rank reward | new bests | speedup gained |",
+                  "| --- | --- | --- | --- | --- |"]
+        for name, credit in planner.credit.items():
+            lines.append(f"| {name} | {credit.proposals} | {credit.mean:+.2f} | {credit.improvements} | "
+                         f"{credit.speedup_gained:+.2f} |")
+    rules = result.state.kb.rules
+    lines += ["", "## Knowledge base: failure rules learned", ""]
+    lines += [f"- {r.text()}; pruned {r.pruned} proposals" for r in rules] or ["- none (no value always failed)"]
+    lines += ["", "## Attempts (fastest first, then failures)", "", "| # | candidate | specialist | why | status | time | speedup |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
+    ordered = sorted(result.state.attempts, key=lambda a: (a.ms is None, a.ms or 0, a.number))
+    for a in ordered[:25]:
+        speed = f"{a.outcome.speedup:.2f}x" if a.outcome.speedup else "-"
+        time = f"{a.ms:.4f} ms" if a.ms is not None else a.outcome.message[:80].replace("|", "/")
+        lines.append(f"| {a.number} | `{a.candidate.label()}` | {a.specialist or '-'} | {a.note} | "
+                     f"{a.outcome.status.value} | {time} | {speed} |")
+    if len(ordered) > 25:
+        lines.append(f"| ... | {len(ordered) - 25} more in attempts.jsonl | | | | | |")
+    lines += ["", "![progress](progress.png)", ""]
+    return "\n".join(lines)

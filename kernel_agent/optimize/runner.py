@@ -1,0 +1,140 @@
+"""The optimise loop: propose, evaluate, reward, learn, log — resumable at every attempt."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from sandbox import Outcome, Status
+
+from .knowledge import KnowledgeBase
+from .rewards import rank_rewards
+from .space import Space
+from .store import Journal, Store
+from .strategies import Attempt, SearchState, Strategy
+
+
+@dataclass
+class RunConfig:
+    """Everything that defines a run; saved as run.json so `--resume` continues it unchanged."""
+
+    run_id: str
+    task_file: str
+    task: str
+    family: str
+    arch: str
+    strategy: str = "agent"
+    seed: int = 0
+    budget: int = 40
+    batch: int = 4
+    executor: str = "gpu"
+    recording: str | None = None
+    time_limit_s: float | None = None
+    warm_start: bool = True
+    generic: bool = True
+    pins: dict[str, str] = field(default_factory=dict)
+
+    def save(self, run_dir: Path) -> None:
+        (run_dir / "run.json").write_text(json.dumps(asdict(self), indent=1))
+
+    @classmethod
+    def load(cls, run_dir: Path) -> "RunConfig":
+        return cls(**json.loads((run_dir / "run.json").read_text()))
+
+
+@dataclass
+class RunResult:
+    config: RunConfig
+    state: SearchState
+    baseline: Outcome
+    final: Outcome | None
+    stopped: str
+    wall_s: float
+    resumed_attempts: int = 0
+    evaluated: int = 0
+    failures: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def best(self) -> Attempt | None:
+        return self.state.best()
+
+
+def search(config: RunConfig, space: Space, executor, strategy: Strategy, run_dir: Path, store: Store,
+           on_batch: Callable[[SearchState, list[Attempt]], None] | None = None) -> RunResult:
+    started = time.monotonic()
+    journal = Journal(run_dir / "attempts.jsonl")
+    previous = {a.number: a for a in journal.read()}
+    if previous:
+        journal.rewrite([previous[n] for n in sorted(previous)])
+    state = SearchState(space, random.Random(config.seed), KnowledgeBase())
+    if config.warm_start:
+        for candidate, status in store.earlier_statuses(config.task, config.arch, executor.name, config.run_id):
+            if space.contains(candidate):
+                state.kb.observe(candidate, Status(status))
+    store.start_run(config.run_id, task=config.task, family=config.family, arch=config.arch,
+                    executor=executor.name, strategy=config.strategy, seed=config.seed, budget=config.budget,
+                    started=time.strftime("%Y-%m-%dT%H:%M:%S"))
+    baseline = executor.start()
+    first = previous.get(1) or Attempt(1, space.default("baseline"), baseline, 0.0, note="baseline")
+    result = RunResult(config, state, baseline, None, "budget spent", 0.0, resumed_attempts=len(previous))
+    _record(config, executor, state, journal, store, [first], fresh=1 not in previous, result=result)
+    while len(state.attempts) < config.budget:
+        if config.time_limit_s is not None and time.monotonic() - started > config.time_limit_s:
+            result.stopped = f"time limit ({config.time_limit_s:.0f} s)"
+            break
+        proposals = strategy.propose(state, min(config.batch, config.budget - len(state.attempts)))
+        if not proposals:
+            result.stopped = "every candidate of the space was tried"
+            break
+        numbers = range(len(state.attempts) + 1, len(state.attempts) + 1 + len(proposals))
+        reused = {n: previous[n] for n, p in zip(numbers, proposals)
+                  if n in previous and previous[n].candidate == p.candidate}
+        todo = [p for n, p in zip(numbers, proposals) if n not in reused]
+        answers = iter(executor.evaluate([p.candidate for p in todo]) if todo else [])
+        batch = []
+        for n, p in zip(numbers, proposals):
+            if n in reused:
+                batch.append(reused[n])
+            else:
+                outcome, seconds = next(answers)
+                batch.append(Attempt(n, p.candidate, outcome, seconds, p.specialist, p.parent, p.note))
+        best_before = state.best().ms if state.best() else None
+        rewards = rank_rewards([a.outcome for a in batch], best_before,
+                               [state.time_of(a.parent) for a in batch])
+        for attempt, reward in zip(batch, rewards):
+            attempt.reward = reward
+        _record(config, executor, state, journal, store, batch, fresh=True, result=result,
+                reused={a.number for a in reused.values()})
+        strategy.observe(state, batch)
+        if on_batch:
+            on_batch(state, batch)
+    best = state.best()
+    result.final = executor.final(best.candidate) if best else None
+    result.wall_s = time.monotonic() - started
+    store.finish_run(config.run_id, finished=time.strftime("%Y-%m-%dT%H:%M:%S"),
+                     best_candidate=best.candidate.label() if best else None,
+                     best_ms=best.ms if best else None,
+                     best_speedup=result.final.speedup if result.final else None)
+    return result
+
+
+def _record(config, executor, state: SearchState, journal: Journal, store: Store, batch: list[Attempt],
+            fresh: bool, result: RunResult, reused: set[int] = frozenset()) -> None:
+    for attempt in batch:
+        best = state.best()
+        improved = attempt.ms is not None and (best is None or attempt.ms < best.ms)
+        state.attempts.append(attempt)
+        state.since_improvement = 0 if improved else state.since_improvement + 1
+        state.kb.observe(attempt.candidate, attempt.outcome.status)
+        if attempt.outcome.status is not Status.ok:
+            status = attempt.outcome.status.value
+            result.failures[status] = result.failures.get(status, 0) + 1
+        if fresh and attempt.number not in reused:
+            result.evaluated += 1
+            journal.append(attempt)
+        store.add(config.run_id, config.task, config.arch, executor.name, attempt)
+

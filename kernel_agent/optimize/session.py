@@ -1,0 +1,133 @@
+"""Set up an optimise run from user choices: task, executor, strategy, folders; or resume one."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable
+
+from sandbox import GpuWorker, Settings, detect_arch, target_arch
+
+from ..task import load_task
+from .executors import ExecutorError, GpuExecutor, ReplayExecutor
+from .policy import PolicyBook
+from .report import write_outputs
+from .runner import RunConfig, RunResult, search
+from .space import Space
+from .store import Store
+from .strategies import make_strategy
+
+RECORDINGS = Path(__file__).resolve().parents[2] / "tests" / "data" / "h200"
+EXECUTORS = ("auto", "gpu", "replay")
+
+
+class OptimizeInputError(ValueError):
+    """Bad user input: the message says what to change (exit code 2)."""
+
+
+def recording_path(task_name: str, explicit: Path | None) -> Path:
+    return explicit or RECORDINGS / f"{task_name}.json"
+
+
+def new_config(task_file: Path, out: Path, strategy: str, seed: int, budget: int, batch: int,
+               executor: str, recording: Path | None, time_limit_s: float | None, warm_start: bool,
+               device: int, notice: Callable[[str], None], pins: dict[str, str] | None = None) -> RunConfig:
+    if budget < 1:
+        raise OptimizeInputError(f"--budget must be at least 1 evaluation, got {budget}")
+    if batch < 1:
+        raise OptimizeInputError(f"--batch must be at least 1, got {batch}")
+    if executor not in EXECUTORS:
+        raise OptimizeInputError(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
+    make_strategy(strategy)  # unknown names fail here, before anything runs
+    task = load_task(task_file)
+    if executor == "auto":
+        executor = "gpu" if detect_arch(device) is not None else "replay"
+        if executor == "replay":
+            notice(f"no CUDA GPU found: replaying the recorded H200 sweep of {task.name} "
+                   "(timings are recordings, not measurements of this run); --executor gpu needs a GPU")
+    elif executor == "gpu" and detect_arch(device) is None:
+        raise ExecutorError("--executor gpu: no CUDA GPU found on this machine (try --executor replay)")
+    rec = recording_path(task.name, recording) if executor == "replay" else None
+    if rec is not None and not rec.exists():
+        raise ExecutorError(f"no recorded sweep for task {task.name} at {rec}: record one on a GPU with "
+                            f"`kagent sweep {task_file} --out {rec}`, or pass --recording FILE")
+    arch = "sm_90" if executor == "replay" else target_arch()
+    run_id = f"{strategy}-s{seed}-{time.strftime('%Y%m%d-%H%M%S')}"
+    return RunConfig(run_id=run_id, task_file=str(task_file), task=task.name, family=task.family or task.name,
+                     arch=arch, strategy=strategy, seed=seed, budget=budget, batch=batch, executor=executor,
+                     recording=str(rec) if rec else None, time_limit_s=time_limit_s, warm_start=warm_start,
+                     generic=executor == "gpu", pins=dict(pins or {}))
+
+
+def run_folder(out: Path, config: RunConfig) -> Path:
+    folder = out / config.task / config.run_id
+    suffix = 1
+    while folder.exists():
+        suffix += 1
+        folder = out / config.task / f"{config.run_id}-{suffix}"
+    config.run_id = folder.name
+    try:
+        folder.mkdir(parents=True)
+        probe = folder / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise OptimizeInputError(f"--out {out}: cannot write there ({exc.strerror or exc})") from None
+    return folder
+
+
+def find_run(out: Path, resume: str) -> Path:
+    """A run folder given as a path, or as a run id under OUT/<task>/."""
+    candidates = [Path(resume), *sorted(out.glob(f"*/{resume}"))]
+    for folder in candidates:
+        if (folder / "run.json").is_file():
+            return folder
+    raise OptimizeInputError(f"--resume {resume}: no run folder with a run.json (looked at {resume} and {out}/*/{resume})")
+
+
+def pin_knobs(space: Space, pins: dict[str, str]) -> None:
+    """Fix knobs to one value in every kernel that has them (`--fix NAME=VALUE`)."""
+    for name, value in pins.items():
+        owners = [ks for ks in space.kernels.values() if name in ks.knobs]
+        if not owners:
+            known = sorted({k for ks in space.kernels.values() for k in ks.knobs})
+            raise OptimizeInputError(f"--fix {name}={value}: no kernel of the task has a knob {name} "
+                                     f"(knobs: {', '.join(known)})")
+        for ks in owners:
+            knob = ks.knobs[name]
+            if value not in knob.values:
+                raise OptimizeInputError(f"--fix {name}={value}: not one of its values ({' '.join(knob.values)})")
+            ks.knobs[name] = knob.model_copy(update={"values": [value]})
+
+
+def execute(config: RunConfig, run_dir: Path, out: Path, device: int = 0, settings: Settings | None = None,
+            on_start: Callable | None = None,
+            on_batch: Callable | None = None) -> RunResult:
+    task = load_task(config.task_file)
+    space = Space.of_task(task, generic=config.generic)
+    pin_knobs(space, config.pins)
+    config.save(run_dir)
+    policy_path = PolicyBook.path(out / "policies", config.arch, config.family)
+    policies = PolicyBook.load(policy_path) if config.warm_start else PolicyBook()
+    strategy = make_strategy(config.strategy, policies=policies) if config.strategy == "agent" \
+        else make_strategy(config.strategy)
+    store = Store(out / "kagent.sqlite")
+    worker = None
+    try:
+        if config.executor == "gpu":
+            worker = GpuWorker(device)
+            executor = GpuExecutor(task, space, worker, config.arch, settings or Settings(budget_ms=200))
+        else:
+            executor = ReplayExecutor(task, space, Path(config.recording))
+        if on_start:
+            on_start(config, space, executor)
+        result = search(config, space, executor, strategy, run_dir, store, on_batch)
+    finally:
+        store.close()
+        if worker is not None:
+            worker.close()
+    if config.strategy == "agent":
+        policies.runs += 1
+        policies.save(policy_path)
+    write_outputs(result, space, run_dir, strategy)
+    return result

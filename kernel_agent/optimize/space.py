@@ -1,0 +1,141 @@
+"""What the search chooses among: a kernel file of the task and a value for each of its knobs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sandbox import Knob
+
+from ..kernel import Kernel, load_kernel
+from ..task import Task
+from .generic import apply_generic, generic_knobs
+
+
+@dataclass(frozen=True)
+class Candidate:
+    kernel: str  # 'baseline' or a variant's name
+    knobs: tuple[tuple[str, str], ...]  # sorted (name, value) pairs: hashable, stable
+
+    @classmethod
+    def make(cls, kernel: str, knobs: dict[str, str]) -> "Candidate":
+        return cls(kernel, tuple(sorted((k, str(v)) for k, v in knobs.items())))
+
+    @property
+    def values(self) -> dict[str, str]:
+        return dict(self.knobs)
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha256(json.dumps([self.kernel, self.knobs]).encode()).hexdigest()[:16]
+
+    def label(self) -> str:
+        return f"{self.kernel} " + " ".join(f"{k}={v}" for k, v in self.knobs) if self.knobs else self.kernel
+
+    def distance(self, other: "Candidate") -> int:
+        """Hamming distance; another kernel file counts as far as every knob differing."""
+        if self.kernel != other.kernel:
+            return max(len(self.knobs), len(other.knobs)) + 1
+        mine, theirs = self.values, other.values
+        return sum(mine.get(k) != theirs.get(k) for k in set(mine) | set(theirs))
+
+
+@dataclass
+class KernelSpace:
+    label: str
+    kernel: Kernel
+    knobs: dict[str, Knob]  # declared and generic, by name
+
+    @property
+    def tunable(self) -> bool:
+        return any(len(k.values) > 1 for k in self.knobs.values())
+
+    @property
+    def size(self) -> int:
+        total = 1
+        for knob in self.knobs.values():
+            total *= len(knob.values)
+        return total
+
+
+@dataclass
+class Space:
+    """Every kernel file of a task with its knobs; `generic` adds the edits every kernel can take."""
+
+    kernels: dict[str, KernelSpace] = field(default_factory=dict)
+
+    @classmethod
+    def of_task(cls, task: Task, generic: bool = True) -> "Space":
+        space = cls()
+        for label, path in task.kernel_paths().items():
+            kernel = load_kernel(path)
+            knobs = dict(kernel.directives.knobs)
+            if generic:
+                block = kernel.directives.entries[0].block
+                knobs.update({k.name: k for k in generic_knobs(kernel.source, block, kernel.knobs)})
+            space.kernels[label] = KernelSpace(label, kernel, knobs)
+        return space
+
+    @property
+    def size(self) -> int:
+        return sum(k.size for k in self.kernels.values())
+
+    def default(self, kernel: str) -> Candidate:
+        return Candidate.make(kernel, {k.name: k.default for k in self.kernels[kernel].knobs.values()})
+
+    def specialist_knobs(self, kernel: str, specialist: str) -> list[Knob]:
+        return [k for k in self.kernels[kernel].knobs.values() if k.specialist == specialist]
+
+    def random(self, rng: random.Random, kernel: str | None = None) -> Candidate:
+        label = kernel or rng.choices(list(self.kernels), [k.size for k in self.kernels.values()])[0]
+        return Candidate.make(label, {k.name: rng.choice(k.values) for k in self.kernels[label].knobs.values()})
+
+    def all(self):
+        """Every candidate, kernel by kernel in declaration order (the exhaustive order)."""
+        import itertools
+
+        for label, ks in self.kernels.items():
+            names = list(ks.knobs)
+            for values in itertools.product(*(ks.knobs[n].values for n in names)):
+                yield Candidate.make(label, dict(zip(names, values)))
+
+    def contains(self, candidate: Candidate) -> bool:
+        ks = self.kernels.get(candidate.kernel)
+        return ks is not None and set(candidate.values) == set(ks.knobs) and all(
+            v in ks.knobs[k].values for k, v in candidate.knobs)
+
+    def build(self, candidate: Candidate) -> Kernel:
+        """The kernel to compile: generic edits applied to the source, declared knobs as -D macros."""
+        ks = self.kernels[candidate.kernel]
+        base = ks.kernel
+        source, flags, declared = apply_generic(base.source, candidate.values, base.directives.entries[0].block)
+        return Kernel(path=base.path, source=source, directives=base.directives,
+                      knobs=base.directives.resolve_knobs(declared), flags=[*base.flags, *flags])
+
+    def self_contained(self, candidate: Candidate) -> str:
+        """The candidate as one kernel file: edits applied, chosen values first (the defaults), flags kept."""
+        kernel = self.build(candidate)
+        chosen = candidate.values
+        lines = []
+        for line in kernel.source.splitlines():
+            for name, knob in kernel.directives.knobs.items():
+                if line.lstrip().startswith("// @kagent knob") and f" {name} [" in line:
+                    ordered = [chosen[name]] + [v for v in knob.values if v != chosen[name]]
+                    line = f"// @kagent knob {name} [{knob.specialist}]: {' '.join(ordered)}"
+            lines.append(line)
+        header = []
+        own = set(kernel.directives.flags)
+        if extra := [f for f in kernel.flags if f not in own]:
+            header.append(f"// @kagent flags: {' '.join(extra)}")
+        header.append(f"// kagent: best candidate {candidate.label()}")
+        return "\n".join(header + lines) + "\n"
+
+
+def relative(path: Path, root: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(path)

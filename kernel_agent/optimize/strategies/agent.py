@@ -1,0 +1,95 @@
+"""The agent: a planner and four specialists with learned policies, pruned by the knowledge base.
+
+Each slot of a batch: the planner picks a parent (the best, one beside a failure, or a diverse one)
+and a specialist (bandit over the credit each has earned); the specialist proposes children from its
+policy; proposals a failure rule forbids are dropped before compiling (a few are let through to
+probe the rule); among the rest the planner takes the one that balances the policy's preference
+with distance from everything tried. Rank rewards then train the specialists that acted.
+"""
+
+from __future__ import annotations
+
+from sandbox import SPECIALISTS
+
+from ..planner import Planner
+from ..policy import PolicyBook
+from ..specialists import Specialist
+from . import Attempt, Proposal, SearchState, Strategy
+
+OPTIONS_PER_SLOT = 8
+NOVELTY_WEIGHT = 0.5
+RULE_PROBE_CHANCE = 0.1
+
+
+class AgentStrategy(Strategy):
+    name = "agent"
+
+    def __init__(self, policies: PolicyBook | None = None):
+        self.policies = policies or PolicyBook()
+        self.planner = Planner({s: Specialist(s, self.policies[s]) for s in SPECIALISTS})
+        self._best_ms: float | None = None
+
+    def propose(self, state: SearchState, count: int) -> list[Proposal]:
+        out: list[Proposal] = []
+        taken = set(state.seen)
+        for label in state.space.kernels:  # every kernel file as written: structure before tuning
+            default = state.space.default(label)
+            if default not in taken and len(out) < count:
+                out.append(Proposal(default, note="kernel as written"))
+                taken.add(default)
+        if out:  # tune once the kernels as written have been measured: they are the parents
+            return out
+        while len(out) < count:
+            proposal = self._one(state, taken)
+            if proposal is None:
+                extra = state.unseen_random(1, exclude=taken)
+                if not extra:
+                    break
+                proposal = Proposal(extra[0], note="random: no specialist had a new idea")
+            out.append(proposal)
+            taken.add(proposal.candidate)
+        return out
+
+    def _one(self, state: SearchState, taken: set) -> Proposal | None:
+        parent, why = self.planner.choose_parent(state)
+        tried: set[str] = set()
+        while (specialist := self.planner.choose_specialist(state, parent, tried)) is not None:
+            tried.add(specialist.name)
+            temperature = self.planner.temperature(state, specialist)
+            options = []
+            for child in dict.fromkeys(specialist.propose(parent, state.space, state.rng, temperature,
+                                                          OPTIONS_PER_SLOT)):
+                if child in taken:
+                    continue
+                if rule := state.kb.blocking_rule(child):
+                    if state.rng.random() >= RULE_PROBE_CHANCE:
+                        state.kb.count_pruned(rule)
+                        continue
+                options.append(child)
+            if options:
+                def score(c):
+                    novelty = min((c.distance(t) for t in taken), default=0)
+                    return specialist.preference(c, parent, state.space) + NOVELTY_WEIGHT * novelty
+                child = max(options, key=score)
+                note = why + (", noisy" if temperature > 1 else "")
+                return Proposal(child, specialist=specialist.name, parent=parent, note=note)
+        return None
+
+    def observe(self, state: SearchState, batch: list[Attempt]) -> None:
+        rewards = [a.reward for a in batch if a.reward is not None]
+        mean = sum(rewards) / len(rewards) if len(rewards) > 1 else 0.5
+        for attempt in batch:
+            improved = attempt.ms is not None and (self._best_ms is None or attempt.ms < self._best_ms)
+            if attempt.specialist and attempt.parent is not None and attempt.reward is not None:
+                specialist = self.planner.specialists[attempt.specialist]
+                specialist.learn(attempt.candidate, attempt.parent, attempt.reward - mean)
+                credit = self.planner.credit[attempt.specialist]
+                credit.proposals += 1
+                credit.reward += attempt.reward
+                if improved and self._best_ms is not None:
+                    credit.improvements += 1
+                    credit.speedup_gained += self._best_ms / attempt.ms - 1
+            if improved:
+                self._best_ms = attempt.ms
+        if state.since_improvement >= 6 and not any(a.ms and a.ms == self._best_ms for a in batch):
+            self.planner.stalls += 1

@@ -1,0 +1,12 @@
+"""Random search: uniform over the candidates not tried yet. The baseline every strategy must beat."""
+
+from __future__ import annotations
+
+from . import Proposal, SearchState, Strategy
+
+
+class RandomStrategy(Strategy):
+    name = "random"
+
+    def propose(self, state: SearchState, count: int) -> list[Proposal]:
+        return [Proposal(c, note="random") for c in state.unseen_random(count)]

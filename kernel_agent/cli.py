@@ -321,5 +321,68 @@ def _show_optimize_summary(result, run_dir: Path) -> None:
         raise typer.Exit(1)
 
 
+@app.command("replay-bench")
+def replay_bench(
+    path: Path = typer.Argument(Path("tasks"), help="A task file or a folder of them."),
+    recordings: Optional[Path] = typer.Option(None, help="Folder of recorded sweeps [default: tests/data/h200]."),
+    seeds: int = typer.Option(10, help="Seeds per strategy (medians are reported)."),
+    warm: bool = typer.Option(True, "--warm/--no-warm", help="Also measure the agent warm-started from policies "
+                                                            "trained on the other tasks of the same family."),
+) -> None:
+    """Compare search strategies on recorded H200 sweeps (no GPU needed).
+
+    Per task: evaluations until the best is within 5% of the sweep's best (median over seeds) for the
+    agent, the evolutionary baseline and random search, against 30% of the sweep's size; the median
+    best speedup after 25 evaluations; and the agent warm-started from its family's policies.
+    """
+    from .optimize.bench import EARLY, SHARE_OF_SWEEP, bench_task
+    from .optimize.executors import ExecutorError, ReplayExecutor
+    from .optimize.session import RECORDINGS
+    from .optimize.space import Space
+
+    folder = recordings or RECORDINGS
+    usable: dict[str, tuple[Path, Path, str]] = {}
+    for file in discover(path):
+        task = load_task(file)
+        recording = folder / f"{task.name}.json"
+        if task.name in usable or not recording.exists():
+            continue
+        try:
+            ReplayExecutor(task, Space.of_task(task, generic=False), recording)
+        except ExecutorError as exc:
+            console.print(f"[yellow]skipped {task.name}:[/] {exc}", highlight=False)
+            continue
+        usable[task.name] = (file, recording, task.family or task.name)
+    if not usable:
+        _fail(2, f"no task under {path} has a complete recorded sweep in {folder}")
+    from rich.table import Table
+
+    table = Table(title=f"replayed H200 sweeps, median over {seeds} seeds (evaluations include the baseline)")
+    for column in ("task", "sweep", f"{SHARE_OF_SWEEP:.0%}", "to 95%: agent", "evo", "random", "agent warm",
+                   "to best: agent", "evo", "random", f"best at {EARLY}: agent", "evo", "random", "bars"):
+        table.add_column(column)
+    passed = 0
+    for name, (file, recording, family) in usable.items():
+        family_files = [(f, r) for n, (f, r, fam) in usable.items() if fam == family and n != name] if warm else None
+        row = bench_task(file, recording, seeds, family_files=family_files)
+        ok = row.agent_fast_enough and row.agent_beats_random_early
+        passed += ok
+        warm_text = f"{statistics_median(row.warm_to_target):g}" if row.warm_to_target else "-"
+        table.add_row(name, str(row.sweep_size), f"{SHARE_OF_SWEEP * row.sweep_size:.1f}",
+                      *(f"{row.median_to_target(s):g}" for s in ("agent", "evolutionary", "random")), warm_text,
+                      *(f"{row.median_to_best(s):g}" for s in ("agent", "evolutionary", "random")),
+                      *(f"{row.median_early(s):.3f}x" for s in ("agent", "evolutionary", "random")),
+                      "[green]pass[/]" if ok else "[red]FAIL[/]")
+    Console(width=max(console.width, 190)).print(table)
+    console.print(f"{passed} of {len(usable)} tasks meet both bars (agent within {SHARE_OF_SWEEP:.0%} of the sweep's "
+                  f"evaluations; agent's best at {EARLY} above random's, or both at the sweep's best)")
+
+
+def statistics_median(values):
+    import statistics
+
+    return statistics.median(values)
+
+
 def main() -> None:
     app()

@@ -13,7 +13,7 @@ from sandbox import Outcome, Status
 
 from .knowledge import KnowledgeBase
 from .rewards import rank_rewards
-from .space import Space
+from .space import Candidate, Space
 from .store import Journal, Store
 from .strategies import Attempt, SearchState, Strategy
 
@@ -72,7 +72,7 @@ def search(config: RunConfig, space: Space, executor, strategy: Strategy, run_di
         journal.rewrite([previous[n] for n in sorted(previous)])
     state = SearchState(space, random.Random(config.seed), KnowledgeBase())
     if config.warm_start:
-        for candidate, status in store.earlier_statuses(config.task, config.arch, executor.name, config.run_id):
+        for candidate, status in _earlier_observations(config, executor, store, run_dir):
             if space.contains(candidate):
                 state.kb.observe(candidate, Status(status))
     store.start_run(config.run_id, task=config.task, family=config.family, arch=config.arch,
@@ -88,11 +88,16 @@ def search(config: RunConfig, space: Space, executor, strategy: Strategy, run_di
             break
         proposals = strategy.propose(state, min(config.batch, config.budget - len(state.attempts)))
         if not proposals:
-            result.stopped = "every candidate of the space was tried"
+            result.stopped = "no new candidate: the space (less what failure rules forbid) is exhausted"
             break
         numbers = range(len(state.attempts) + 1, len(state.attempts) + 1 + len(proposals))
-        reused = {n: previous[n] for n, p in zip(numbers, proposals)
-                  if n in previous and previous[n].candidate == p.candidate}
+        reused = {}
+        for n, p in zip(numbers, proposals):
+            if n in previous and previous[n].candidate == p.candidate:
+                reused[n] = previous[n]
+            elif n in previous:  # the search went another way (its inputs changed): redo from here
+                previous = {k: a for k, a in previous.items() if k < n}
+                journal.rewrite([previous[k] for k in sorted(previous)])
         todo = [p for n, p in zip(numbers, proposals) if n not in reused]
         answers = iter(executor.evaluate([p.candidate for p in todo]) if todo else [])
         batch = []
@@ -138,3 +143,16 @@ def _record(config, executor, state: SearchState, journal: Journal, store: Store
             journal.append(attempt)
         store.add(config.run_id, config.task, config.arch, executor.name, attempt)
 
+
+
+def _earlier_observations(config: RunConfig, executor, store: Store, run_dir: Path):
+    """Earlier runs' verdicts on this task, as they were when this run started (kept in the run
+    folder, so a resumed run starts from the same knowledge)."""
+    snapshot = run_dir / "warm_start_observations.json"
+    if snapshot.exists():
+        rows = json.loads(snapshot.read_text())
+    else:
+        rows = [[c.kernel, c.values, status]
+                for c, status in store.earlier_statuses(config.task, config.arch, executor.name, config.run_id)]
+        snapshot.write_text(json.dumps(rows))
+    return [(Candidate.make(kernel, knobs), status) for kernel, knobs, status in rows]

@@ -15,7 +15,7 @@ from .report import write_outputs
 from .runner import RunConfig, RunResult, search
 from .space import Space
 from .store import Store
-from .strategies import make_strategy
+from .strategies import STRATEGIES, make_strategy
 
 RECORDINGS = Path(__file__).resolve().parents[2] / "tests" / "data" / "h200"
 EXECUTORS = ("auto", "gpu", "replay")
@@ -38,7 +38,8 @@ def new_config(task_file: Path, out: Path, strategy: str, seed: int, budget: int
         raise OptimizeInputError(f"--batch must be at least 1, got {batch}")
     if executor not in EXECUTORS:
         raise OptimizeInputError(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
-    make_strategy(strategy)  # unknown names fail here, before anything runs
+    if strategy not in STRATEGIES:
+        raise OptimizeInputError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     task = load_task(task_file)
     if executor == "auto":
         executor = "gpu" if detect_arch(device) is not None else "replay"
@@ -108,7 +109,10 @@ def execute(config: RunConfig, run_dir: Path, out: Path, device: int = 0, settin
     pin_knobs(space, config.pins)
     config.save(run_dir)
     policy_path = PolicyBook.path(out / "policies", config.arch, config.family)
-    policies = PolicyBook.load(policy_path) if config.warm_start else PolicyBook()
+    snapshot = run_dir / "warm_start_policies.json"  # as at the run's start: a resume starts the same
+    if not snapshot.exists():
+        (PolicyBook.load(policy_path) if config.warm_start else PolicyBook()).save(snapshot)
+    policies = PolicyBook.load(snapshot)
     strategy = make_strategy(config.strategy, policies=policies) if config.strategy == "agent" \
         else make_strategy(config.strategy)
     store = Store(out / "kagent.sqlite")

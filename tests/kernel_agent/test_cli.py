@@ -82,10 +82,3 @@ def test_doctor_compiles_without_a_gpu():
     assert result.exit_code == 0, result.output
     assert "NVRTC" in result.output and "compile test for sm_" in result.output
 
-
-@pytest.mark.skipif(GPU, reason="checks the compile-only fallback of a machine without a GPU")
-def test_optimize_says_the_search_is_not_built_and_evaluates_the_kernels():
-    result = kagent("optimize", LAYERNORM)
-    assert result.exit_code == 0, result.output
-    assert "not built yet" in result.output and "compiling only" in result.output
-    assert "baseline" in result.output and "rowblock" in result.output

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 from sandbox import SPECIALISTS
 
-from ..planner import Planner
+from ..planner import EXPLOIT, Planner
 from ..policy import PolicyBook
 from ..specialists import Specialist
 from . import Attempt, Proposal, SearchState, Strategy
 
 OPTIONS_PER_SLOT = 8
 NOVELTY_WEIGHT = 0.5
+LOCALITY_WEIGHT = 0.5
 RULE_PROBE_CHANCE = 0.1
+NEIGHBOURHOOD_LIMIT = 50_000  # candidates of one kernel file we are willing to enumerate
 
 
 class AgentStrategy(Strategy):
@@ -40,15 +42,34 @@ class AgentStrategy(Strategy):
         if out:  # tune once the kernels as written have been measured: they are the parents
             return out
         while len(out) < count:
-            proposal = self._one(state, taken)
+            proposal = self._one(state, taken) or self._beside_best(state, taken)
             if proposal is None:
-                extra = state.unseen_random(1, exclude=taken)
-                if not extra:
+                allowed = [c for c in state.unseen_random(8, exclude=taken) if not state.kb.blocking_rule(c)]
+                if not allowed:
                     break
-                proposal = Proposal(extra[0], note="random: no specialist had a new idea")
+                proposal = Proposal(allowed[0], note="random: nothing new near the best")
             out.append(proposal)
             taken.add(proposal.candidate)
         return out
+
+    def _beside_best(self, state: SearchState, taken: set) -> Proposal | None:
+        """When no single specialist has a new idea: the untried candidate nearest the best, moving
+        knobs of several specialists at once, ranked by what all the policies learned."""
+        parent, _ = self.planner.choose_parent(state)
+        kernel = state.space.kernels[parent.kernel]
+        if kernel.size > NEIGHBOURHOOD_LIMIT:
+            return None
+        pool = [c for c in state.space.all() if c.kernel == parent.kernel and c not in taken
+                and not state.kb.blocking_rule(c)]
+        if not pool:
+            return None
+        state.rng.shuffle(pool)
+
+        def score(c):
+            learned = sum(self.policies[kernel.knobs[k].specialist].logits.get(k, {}).get(v, 0.0) for k, v in c.knobs)
+            return -c.distance(parent) + 0.25 * learned
+
+        return Proposal(max(pool, key=score), parent=parent, note="beside the best, several specialists")
 
     def _one(self, state: SearchState, taken: set) -> Proposal | None:
         parent, why = self.planner.choose_parent(state)
@@ -68,8 +89,10 @@ class AgentStrategy(Strategy):
                 options.append(child)
             if options:
                 def score(c):
+                    # close to the parent when refining the best; far from everything tried otherwise
                     novelty = min((c.distance(t) for t in taken), default=0)
-                    return specialist.preference(c, parent, state.space) + NOVELTY_WEIGHT * novelty
+                    weight = -LOCALITY_WEIGHT if why == EXPLOIT else NOVELTY_WEIGHT
+                    return specialist.preference(c, parent, state.space) + weight * novelty
                 child = max(options, key=score)
                 note = why + (", noisy" if temperature > 1 else "")
                 return Proposal(child, specialist=specialist.name, parent=parent, note=note)

@@ -1,0 +1,312 @@
+"""`kagent optimize` end to end on replayed H200 sweeps (no GPU): outputs, determinism, resume,
+bad input; and the parts it is made of: rewards, failure rules, policies, generic edits."""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+
+import pytest
+from typer.testing import CliRunner
+
+from kernel_agent.cli import app
+from kernel_agent.optimize.generic import GENERIC, apply_generic
+from kernel_agent.optimize.knowledge import KnowledgeBase
+from kernel_agent.optimize.policy import PolicyBook
+from kernel_agent.optimize.rewards import rank_rewards
+from kernel_agent.optimize.runner import RunConfig, search
+from kernel_agent.optimize.space import Candidate, Space
+from kernel_agent.optimize.store import Journal, Store
+from kernel_agent.optimize.strategies import STRATEGIES, make_strategy
+from kernel_agent.task import discover, load_task
+from kernel_agent.validate import validate_task  # noqa: F401 (import check: no cycles)
+from sandbox import Outcome, Status, Timing
+from tests.paths import LAYERNORM, ROOT
+
+runner = CliRunner()
+RECORDED = ROOT / "tests" / "data" / "h200"
+
+
+def kagent(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def attempts_of(run_dir):
+    return [json.loads(line) for line in (run_dir / "attempts.jsonl").read_text().splitlines()]
+
+
+def only_run(out, task="layernorm"):
+    (run_dir,) = (out / task).iterdir()
+    return run_dir
+
+
+def test_replay_run_writes_every_output_and_says_it_is_replayed(tmp_path):
+    result = kagent("optimize", LAYERNORM, "--budget", 12, "--out", tmp_path, "--executor", "replay")
+    assert result.exit_code == 0, result.output
+    assert "replay" in result.output and "best:" in result.output
+    run_dir = only_run(tmp_path)
+    for name in ("best.cu", "report.md", "progress.png", "attempts.jsonl", "run.json"):
+        assert (run_dir / name).is_file(), name
+    report = (run_dir / "report.md").read_text()
+    assert "Replayed timings" in report and "Credit by specialist" in report and "Failures by class" in report
+    rows = attempts_of(run_dir)
+    assert [r["number"] for r in rows] == list(range(1, 13))
+    assert len({(r["kernel"], json.dumps(r["knobs"], sort_keys=True)) for r in rows}) == 12  # nothing twice
+    best = min((r for r in rows if r["median_ms"]), key=lambda r: r["median_ms"])
+    assert f"{best['median_ms']:.4f} ms" in report
+    # best.cu is a self-contained kernel: its defaults are the winning knob values
+    from kernel_agent.kernel import load_kernel
+
+    kernel = load_kernel(run_dir / "best.cu")
+    assert kernel.knobs == best["knobs"]
+    with sqlite3.connect(tmp_path / "kagent.sqlite") as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert db.execute("SELECT COUNT(*) FROM attempts").fetchone()[0] == 12
+    assert (tmp_path / "policies" / "sm_90" / "rowwise.json").is_file()
+
+
+def test_without_a_gpu_auto_falls_back_to_replay_and_gpu_is_refused(tmp_path):
+    from tests.conftest import GPU
+
+    if GPU:
+        pytest.skip("this machine has a GPU")
+    result = kagent("optimize", LAYERNORM, "--budget", 3, "--out", tmp_path)
+    assert result.exit_code == 0 and "no CUDA GPU found: replaying" in result.output
+    result = kagent("optimize", LAYERNORM, "--executor", "gpu", "--out", tmp_path)
+    assert result.exit_code == 3 and "no CUDA GPU" in result.output
+
+
+def _run(tmp_path, strategy, seed, budget=20, name="run", on_batch=None):
+    task = load_task(LAYERNORM)
+    space = Space.of_task(task, generic=False)
+    from kernel_agent.optimize.executors import ReplayExecutor
+
+    executor = ReplayExecutor(task, space, RECORDED / "layernorm.json")
+    config = RunConfig(run_id=name, task_file=str(LAYERNORM), task=task.name, family="rowwise", arch="sm_90",
+                       strategy=strategy, seed=seed, budget=budget, executor="replay", warm_start=False,
+                       generic=False)
+    run_dir = tmp_path / name
+    run_dir.mkdir(exist_ok=True)
+    store = Store(tmp_path / "store.sqlite")
+    try:
+        return search(config, space, executor, make_strategy(strategy), run_dir, store, on_batch), run_dir
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_every_strategy_is_deterministic_for_a_seed_and_never_repeats(tmp_path, strategy):
+    first, _ = _run(tmp_path, strategy, seed=3, name="a")
+    second, _ = _run(tmp_path, strategy, seed=3, name="b")
+    sequence = [a.candidate for a in first.state.attempts]
+    assert sequence == [a.candidate for a in second.state.attempts]
+    assert len(set(sequence)) == len(sequence) == 20
+    assert first.best.ms < first.baseline.timing.median_ms / 10  # every strategy finds rowblock
+    other, _ = _run(tmp_path, strategy, seed=4, name="c")
+    if strategy != "exhaustive":
+        assert [a.candidate for a in other.state.attempts] != sequence
+
+
+def test_an_interrupted_run_resumes_to_the_same_result(tmp_path):
+    whole, _ = _run(tmp_path, "agent", seed=1, budget=24, name="whole")
+    batches = []
+
+    def interrupt(state, batch):
+        batches.append(batch)
+        if len(batches) == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path, "agent", seed=1, budget=24, name="cut", on_batch=interrupt)
+    run_dir = tmp_path / "cut"
+    kept = attempts_of(run_dir)
+    assert 1 < len(kept) < 24
+    with (run_dir / "attempts.jsonl").open("a") as f:
+        f.write('{"number": 99, "kernel": "rowbl')  # the line a crash cut short
+    resumed, _ = _run(tmp_path, "agent", seed=1, budget=24, name="cut")
+    assert resumed.resumed_attempts == len(kept) and resumed.evaluated == 24 - len(kept)
+    assert [a.candidate for a in resumed.state.attempts] == [a.candidate for a in whole.state.attempts]
+    assert [r["number"] for r in attempts_of(run_dir)] == list(range(1, 25))
+
+
+def test_resume_from_the_command_line_extends_the_budget(tmp_path):
+    assert kagent("optimize", LAYERNORM, "--budget", 6, "--out", tmp_path, "--executor", "replay").exit_code == 0
+    run_dir = only_run(tmp_path)
+    result = kagent("optimize", "--resume", run_dir.name, "--out", tmp_path, "--budget", 10)
+    assert result.exit_code == 0, result.output
+    assert "resuming" in result.output
+    assert len(attempts_of(run_dir)) == 10
+    assert "6 from an earlier part of this run" in (run_dir / "report.md").read_text()
+
+
+@pytest.mark.parametrize("args, code, words", [
+    (["tasks/nope.yaml"], 2, "nope.yaml"),
+    ([LAYERNORM, "--budget", "0"], 2, "at least 1"),
+    ([LAYERNORM, "--strategy", "annealing"], 2, "unknown strategy"),
+    ([LAYERNORM, "--executor", "replay", "--fix", "BLOCK=333"], 2, "not one of its values"),
+    ([LAYERNORM, "--executor", "replay", "--fix", "NOPE=1"], 2, "no kernel of the task has a knob"),
+    ([LAYERNORM, "--executor", "replay", "--recording", "missing.json"], 3, "no recorded sweep"),
+    (["--resume", "no-such-run"], 2, "no run folder"),
+    ([], 2, "give a task file"),
+])
+def test_bad_input_gets_a_message_and_an_exit_code(tmp_path, args, code, words):
+    result = kagent("optimize", *args, "--out", tmp_path)
+    assert result.exit_code == code, result.output
+    assert words in result.output and "Traceback" not in result.output
+
+
+def test_unwritable_out_and_a_kernel_without_entry_are_refused(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = kagent("optimize", LAYERNORM, "--executor", "replay", "--out", blocker / "sub")
+    assert result.exit_code == 2 and "cannot write" in result.output
+    task_dir = tmp_path / "task"
+    task_dir.mkdir()
+    text = LAYERNORM.read_text().replace("layernorm/", str(LAYERNORM.parent / "layernorm") + "/")
+    text = text.replace(str(LAYERNORM.parent / "layernorm/rowblock.cu"), "broken.cu")
+    (task_dir / "t.yaml").write_text(text)
+    (task_dir / "broken.cu").write_text("__global__ void k(float* y) {}\n")
+    result = kagent("optimize", task_dir / "t.yaml", "--executor", "replay", "--out", tmp_path / "o")
+    assert result.exit_code == 2 and "no '// @kagent entry" in result.output
+
+
+def test_fix_pins_a_knob_for_the_whole_run(tmp_path):
+    result = kagent("optimize", LAYERNORM, "--executor", "replay", "--budget", 8, "--fix", "VEC=2", "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    rows = [r for r in attempts_of(only_run(tmp_path)) if r["kernel"] == "rowblock"]
+    assert rows and all(r["knobs"]["VEC"] == "2" for r in rows)
+
+
+def _outcome(status, ms=None):
+    timing = Timing(median_ms=ms, p10_ms=ms, p90_ms=ms, min_ms=ms, max_ms=ms, repetitions=3) if ms else None
+    return Outcome(status=status, timing=timing)
+
+
+def test_rank_rewards_order_by_time_and_put_failures_lowest():
+    outs = [_outcome(Status.ok, 2.0), _outcome(Status.ok, 1.0), _outcome(Status.wrong_result),
+            _outcome(Status.resource_error), _outcome(Status.ok, 3.0)]
+    rewards = rank_rewards(outs, best_before_ms=1.5)
+    assert rewards[1] > rewards[0] > rewards[4] > rewards[3] > rewards[2]
+    assert rewards[1] == pytest.approx(1.25)  # fastest + new-best bonus
+    assert rank_rewards([_outcome(Status.ok, 2.0)], best_before_ms=1.0) == [1.0]
+
+
+def test_failure_rules_need_two_failures_and_no_success_and_prune():
+    kb = KnowledgeBase()
+    c = lambda block, vec: Candidate.make("k", {"BLOCK": block, "VEC": vec})  # noqa: E731
+    kb.observe(c("1024", "1"), Status.resource_error)
+    assert kb.rules == []
+    kb.observe(c("1024", "2"), Status.resource_error)
+    assert [r.text() for r in kb.rules] == ["k: BLOCK=1024 -> resource_error (2 failures, no success)"]
+    assert kb.blocking_rule(c("1024", "4")) is not None and kb.blocking_rule(c("256", "4")) is None
+    kb.observe(c("1024", "4"), Status.ok)  # a success removes the rule
+    assert kb.rules == [] or all("BLOCK=1024 ->" not in r.text() for r in kb.rules)
+    kb.observe(c("512", "8"), Status.wrong_result)
+    kb.observe(c("256", "8"), Status.wrong_result)
+    assert any(r.conditions == (("VEC", "8"),) and r.status is Status.wrong_result for r in kb.rules)
+
+
+class _FailingReplay:
+    """A replay executor in which every VEC=1 candidate fails: the agent must learn it and prune."""
+
+    name = "replay"
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __getattr__(self, item):
+        return getattr(self.inner, item)
+
+    def evaluate(self, candidates):
+        out = []
+        for c, (o, s) in zip(candidates, self.inner.evaluate(candidates)):
+            if c.values.get("VEC") == "1":
+                o = Outcome(status=Status.resource_error, message="too many registers (test)")
+            out.append((o, s))
+        return out
+
+
+def test_the_agent_learns_a_failure_rule_and_stops_proposing_it(tmp_path):
+    from kernel_agent.optimize.executors import ReplayExecutor
+
+    task = load_task(LAYERNORM)
+    space = Space.of_task(task, generic=False)
+    executor = _FailingReplay(ReplayExecutor(task, space, RECORDED / "layernorm.json"))
+    config = RunConfig(run_id="r", task_file=str(LAYERNORM), task=task.name, family="rowwise", arch="sm_90",
+                       strategy="agent", seed=0, budget=30, executor="replay", warm_start=False, generic=False)
+    (tmp_path / "r").mkdir()
+    store = Store(tmp_path / "s.sqlite")
+    strategy = make_strategy("agent")
+    result = search(config, space, executor, strategy, tmp_path / "r", store)
+    store.close()
+    rule = next(r for r in result.state.kb.rules if r.conditions == (("VEC", "1"),))
+    assert rule.status is Status.resource_error
+    assert "do not use VEC=1 in rowblock" in rule.as_dont()
+    numbers = [a.number for a in result.state.attempts if a.candidate.values.get("VEC") == "1"]
+    # once the rule exists, only the occasional deliberate probe tries VEC=1 again, and the run ends
+    # when everything the rule allows has been tried
+    assert len(numbers) <= 3
+    assert len(result.state.attempts) < 30 and "exhausted" in result.stopped
+    assert len(result.state.attempts) >= space.size - 12 + len(numbers)
+
+
+def test_policies_round_trip_and_learn_toward_rewarded_values(tmp_path):
+    book = PolicyBook()
+    from sandbox import Knob
+
+    knob = Knob(name="BLOCK", specialist="launch", values=["128", "256", "512"])
+    for _ in range(5):
+        book["launch"].update("BLOCK", "512", 1.0)
+    rng = random.Random(0)
+    picks = [book["launch"].sample(knob, rng) for _ in range(200)]
+    assert picks.count("512") > 150
+    path = PolicyBook.path(tmp_path, "sm_90", "rowwise")
+    book.save(path)
+    assert PolicyBook.load(path)["launch"].logits == book["launch"].logits
+
+
+def test_generic_edits_compile_for_every_suite_kernel():
+    """__restrict__, #pragma unroll and __launch_bounds__ applied to every kernel of the suite still
+    compile with NVRTC (the flags are checked by the compiler's allow-list)."""
+    from kernel_agent.kernel import load_kernel
+    from sandbox import compile_many
+
+    jobs, labels = [], []
+    for task_file in discover(ROOT / "tasks"):
+        task = load_task(task_file)
+        space = Space.of_task(task, generic=True)
+        for label, ks in space.kernels.items():
+            knobs = {k.name: k.values[-1] for k in ks.knobs.values() if k.name in GENERIC}
+            if not knobs:
+                continue
+            candidate = Candidate.make(label, {**space.default(label).values, **knobs})
+            kernel = space.build(candidate)
+            jobs.append(kernel.compile_job("sm_90"))
+            labels.append(f"{task.name}/{label} {knobs}")
+            assert load_kernel(ks.kernel.path).source != kernel.source or not any(
+                k in knobs for k in ("G_RESTRICT", "G_UNROLL", "G_LAUNCH_BOUNDS"))
+    results = compile_many(jobs)
+    failed = [f"{label}: {r.log[:300]}" for label, r in zip(labels, results) if not r.ok]
+    assert not failed, "\n".join(failed)
+    assert len(jobs) >= 40
+
+
+def test_generic_edit_text():
+    source = "__global__ void k(const float* x, float *y, int n) {\n  for (int i = 0; i < n; ++i) y[i] = x[i];\n}\n"
+    edited, flags, own = apply_generic(source, {"G_RESTRICT": "1", "G_UNROLL": "4", "G_LAUNCH_BOUNDS": "1",
+                                                "G_FAST_MATH": "1", "G_MAXRREG": "64", "BLOCK": "128"}, ["BLOCK"])
+    assert "const float* __restrict__ x" in edited and "float * __restrict__ y" in edited
+    assert "#pragma unroll 4\n  for" in edited and "__launch_bounds__(128)" in edited
+    assert flags == ["-use_fast_math", "-maxrregcount=64"] and own == {"BLOCK": "128"}
+
+
+def test_journal_reads_back_what_it_wrote(tmp_path):
+    journal = Journal(tmp_path / "attempts.jsonl")
+    from kernel_agent.optimize.strategies import Attempt
+
+    a = Attempt(1, Candidate.make("rowblock", {"BLOCK": "256"}), _outcome(Status.ok, 1.5), 0.2, "launch",
+                Candidate.make("rowblock", {"BLOCK": "128"}), "best", 0.7)
+    journal.append(a)
+    (back,) = journal.read()
+    assert back.candidate == a.candidate and back.parent == a.parent and back.ms == 1.5 and back.reward == 0.7

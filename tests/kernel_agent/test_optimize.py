@@ -310,3 +310,27 @@ def test_journal_reads_back_what_it_wrote(tmp_path):
     journal.append(a)
     (back,) = journal.read()
     assert back.candidate == a.candidate and back.parent == a.parent and back.ms == 1.5 and back.reward == 0.7
+
+
+def test_the_gpu_executor_path_with_a_stand_in_worker(tmp_path):
+    """The GPU loop (compile generic edits with NVRTC, run, re-measure the winner beside the baseline)
+    against a stand-in worker that times grids: the real GPU run is in the closing note."""
+    from kernel_agent.optimize.executors import GpuExecutor
+    from sandbox import GpuWorker, Settings
+    from tests.sandbox import fake_workers
+
+    task = load_task(LAYERNORM)
+    space = Space.of_task(task, generic=True)
+    assert {"G_FAST_MATH", "G_MAXRREG"} <= set(space.kernels["rowblock"].knobs)  # it has __restrict__ already
+    config = RunConfig(run_id="g", task_file=str(LAYERNORM), task=task.name, family="rowwise", arch="sm_90",
+                       strategy="agent", seed=0, budget=10, executor="gpu", warm_start=False, generic=True)
+    (tmp_path / "g").mkdir()
+    store = Store(tmp_path / "s.sqlite")
+    with GpuWorker(target=fake_workers.timed) as worker:
+        executor = GpuExecutor(task, space, worker, "sm_90", Settings())
+        result = search(config, space, executor, make_strategy("agent"), tmp_path / "g", store)
+    store.close()
+    assert len(result.state.attempts) == 10 and result.baseline.timing.median_ms == 2.0
+    assert all(a.outcome.status is Status.ok for a in result.state.attempts)
+    assert any(k.startswith("G_") and v != "0" for a in result.state.attempts for k, v in a.candidate.knobs)
+    assert result.final.speedup == pytest.approx(2.0) and result.final.candidate_id

@@ -49,7 +49,9 @@ def timed(conn, device):
         if kind == "calibrate":
             conn.send(("done", {"copy_gbps": 1000.0, "fma_gflops": 10000.0, "device": {}}))
             continue
-        blocks = payload["programs"][0]["launches"][0][0]["grid"][0]
-        median = 2.0 if blocks < 1000 else 1.0
-        timing = dict(median_ms=median, p10_ms=median, p90_ms=median, min_ms=median, max_ms=median, repetitions=10)
-        conn.send(("done", {"status": "ok", "timings": [timing], "sizes_checked": ["all"], "deterministic": True}))
+        timings = []
+        for program in payload["programs"]:  # the candidate, then the baseline when it is timed beside
+            median = 2.0 if program["launches"][0][0]["grid"][0] < 1000 else 1.0
+            timings.append(dict(median_ms=median, p10_ms=median, p90_ms=median, min_ms=median, max_ms=median,
+                                repetitions=10))
+        conn.send(("done", {"status": "ok", "timings": timings, "sizes_checked": ["all"], "deterministic": True}))

@@ -321,6 +321,51 @@ def _show_optimize_summary(result, run_dir: Path) -> None:
         raise typer.Exit(1)
 
 
+@app.command("suite-table")
+def suite_table(
+    path: Path = typer.Argument(Path("tasks"), help="A task file or a folder of them."),
+    recordings: Optional[Path] = typer.Option(None, help="Folder of recorded sweeps [default: tests/data/h200]."),
+    recorded: bool = typer.Option(False, "--recorded", help="Print the recorded figures instead of measuring (no GPU)."),
+    device: int = typer.Option(0, help="GPU index."),
+    budget_ms: float = typer.Option(400.0, help="Time spent in timed launches per kernel."),
+) -> None:
+    """One row per task with a recorded sweep: the baseline, the sweep's best variant and its knobs,
+    speedup, roofline fraction and the library function — re-measured side by side in this run.
+
+    With --recorded, prints the sweeps' own figures (each candidate was timed alone; the baseline and
+    the library function once, at the start of the sweep).
+    """
+    from rich.table import Table
+
+    from .optimize.session import RECORDINGS
+    from .suite_table import HEADERS, row, tasks_with_recordings
+
+    found = tasks_with_recordings(path, recordings or RECORDINGS)
+    if not found:
+        _fail(2, f"no task under {path} has a recorded sweep in {recordings or RECORDINGS}")
+    if not recorded and detect_arch(device) is None:
+        _fail(3, "no CUDA GPU found: use --recorded to print the recorded figures")
+    title = "recorded sweeps (not re-measured)" if recorded else "measured now: best variant beside baseline and library"
+    table = Table(title=title)
+    for header in HEADERS:
+        table.add_column(header)
+    worker = None if recorded else GpuWorker(device)
+    try:
+        for file, task, cache in found:
+            if worker is not None:
+                console.print(f"measuring {task.name} ...", highlight=False)
+            if r := row(task, cache, worker, Settings(budget_ms=budget_ms)):
+                table.add_row(*r.cells())
+    except (KernelError, BaselineError) as exc:
+        _fail(2, str(exc))
+    except SandboxError as exc:
+        _fail(3, str(exc))
+    finally:
+        if worker is not None:
+            worker.close()
+    Console(width=max(console.width, 170)).print(table)
+
+
 @app.command("replay-bench")
 def replay_bench(
     path: Path = typer.Argument(Path("tasks"), help="A task file or a folder of them."),
@@ -335,6 +380,8 @@ def replay_bench(
     agent, the evolutionary baseline and random search, against 30% of the sweep's size; the median
     best speedup after 25 evaluations; and the agent warm-started from its family's policies.
     """
+    import statistics
+
     from .optimize.bench import EARLY, SHARE_OF_SWEEP, bench_task
     from .optimize.executors import ExecutorError, ReplayExecutor
     from .optimize.session import RECORDINGS
@@ -359,7 +406,8 @@ def replay_bench(
 
     table = Table(title=f"replayed H200 sweeps, median over {seeds} seeds (evaluations include the baseline)")
     for column in ("task", "sweep", f"{SHARE_OF_SWEEP:.0%}", "to 95%: agent", "evo", "random", "agent warm",
-                   "to best: agent", "evo", "random", f"best at {EARLY}: agent", "evo", "random", "bars"):
+                   "to best: agent", "evo", "random", "agent warm", f"best at {EARLY}: agent", "evo", "random",
+                   "bars"):
         table.add_column(column)
     passed = 0
     for name, (file, recording, family) in usable.items():
@@ -367,21 +415,16 @@ def replay_bench(
         row = bench_task(file, recording, seeds, family_files=family_files)
         ok = row.agent_fast_enough and row.agent_beats_random_early
         passed += ok
-        warm_text = f"{statistics_median(row.warm_to_target):g}" if row.warm_to_target else "-"
+        warm_text = f"{statistics.median(row.warm_to_target):g}" if row.warm_to_target else "-"
+        warm_best = f"{statistics.median(row.warm_to_best):g}" if row.warm_to_best else "-"
         table.add_row(name, str(row.sweep_size), f"{SHARE_OF_SWEEP * row.sweep_size:.1f}",
                       *(f"{row.median_to_target(s):g}" for s in ("agent", "evolutionary", "random")), warm_text,
-                      *(f"{row.median_to_best(s):g}" for s in ("agent", "evolutionary", "random")),
+                      *(f"{row.median_to_best(s):g}" for s in ("agent", "evolutionary", "random")), warm_best,
                       *(f"{row.median_early(s):.3f}x" for s in ("agent", "evolutionary", "random")),
                       "[green]pass[/]" if ok else "[red]FAIL[/]")
     Console(width=max(console.width, 190)).print(table)
     console.print(f"{passed} of {len(usable)} tasks meet both bars (agent within {SHARE_OF_SWEEP:.0%} of the sweep's "
                   f"evaluations; agent's best at {EARLY} above random's, or both at the sweep's best)")
-
-
-def statistics_median(values):
-    import statistics
-
-    return statistics.median(values)
 
 
 def main() -> None:

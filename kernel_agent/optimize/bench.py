@@ -32,6 +32,7 @@ class TaskRow:
     to_best: dict[str, list[int]] = field(default_factory=dict)  # evaluations to the sweep's very best
     best_early: dict[str, list[float]] = field(default_factory=dict)  # strategy -> speedup at EARLY
     warm_to_target: list[int] = field(default_factory=list)
+    warm_to_best: list[int] = field(default_factory=list)
 
     def median_to_target(self, strategy: str) -> float:
         return statistics.median(self.to_target[strategy])
@@ -114,4 +115,5 @@ def bench_task(task_file: Path, recording: Path, seeds: int, strategies=("agent"
                                             for s, p in policies.policies.items()})
                 result, _ = run_replay(task_file, recording, "agent", seed, size, Path(tmp) / "warm", policies=warm)
                 row.warm_to_target.append(evaluations_to(result.state.attempts, target))
+                row.warm_to_best.append(evaluations_to(result.state.attempts, row.best_ms))
     return row

@@ -334,3 +334,10 @@ def test_the_gpu_executor_path_with_a_stand_in_worker(tmp_path):
     assert all(a.outcome.status is Status.ok for a in result.state.attempts)
     assert any(k.startswith("G_") and v != "0" for a in result.state.attempts for k, v in a.candidate.knobs)
     assert result.final.speedup == pytest.approx(2.0) and result.final.candidate_id
+
+
+def test_replay_bench_prints_the_strategy_table():
+    result = kagent("replay-bench", LAYERNORM, "--seeds", 2, "--no-warm")
+    assert result.exit_code == 0, result.output
+    assert "layernorm" in result.output and "to 95%: agent" in result.output
+    assert "1 of 1 tasks meet both bars" in result.output

@@ -64,3 +64,15 @@ def test_sweep_command_compile_only(tmp_path):
                                       "--variant", "rowblock", "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "37 candidates recorded" in result.output
+
+
+def test_suite_table_from_the_recorded_sweeps():
+    from tests.conftest import GPU
+
+    result = CliRunner().invoke(app, ["suite-table", "--recorded"])
+    assert result.exit_code == 0, result.output
+    for words in ("layernorm", "rowblock", "speedup", "vs library"):
+        assert words in result.output
+    if not GPU:
+        result = CliRunner().invoke(app, ["suite-table"])
+        assert result.exit_code == 3 and "--recorded" in result.output

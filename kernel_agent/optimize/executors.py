@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from sandbox import GpuWorker, Outcome, Settings, Status, Timing, ceilings, compile_many
+from sandbox import GpuWorker, Outcome, Settings, Timing, ceilings, compile_many
 
 from ..check import baseline_program, compile_and_plan, run
 from ..sweep import SweepCache
@@ -111,6 +111,3 @@ class ReplayExecutor:
             outcome.library_speedup = self.library_timing.median_ms / outcome.timing.median_ms
         return outcome
 
-
-def failed(outcome: Outcome) -> bool:
-    return outcome.status is not Status.ok

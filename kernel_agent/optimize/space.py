@@ -6,7 +6,6 @@ import hashlib
 import json
 import random
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from sandbox import Knob
 
@@ -75,7 +74,8 @@ class Space:
             knobs = dict(kernel.directives.knobs)
             if generic:
                 block = kernel.directives.entries[0].block
-                knobs.update({k.name: k for k in generic_knobs(kernel.source, block, kernel.knobs)})
+                extra = generic_knobs(kernel.source, block, kernel.knobs)
+                knobs.update({k.name: k for k in extra if k.name not in knobs})  # the file's own knob wins
             space.kernels[label] = KernelSpace(label, kernel, knobs)
         return space
 
@@ -133,9 +133,3 @@ class Space:
         header.append(f"// kagent: best candidate {candidate.label()}")
         return "\n".join(header + lines) + "\n"
 
-
-def relative(path: Path, root: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(root.resolve()))
-    except ValueError:
-        return str(path)

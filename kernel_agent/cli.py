@@ -233,6 +233,7 @@ def optimize(
     from .optimize.runner import RunConfig
     from .optimize.session import OptimizeInputError, execute, find_run, new_config, run_folder
 
+    run_dir = None
     try:
         if resume:
             run_dir = find_run(out, resume)
@@ -253,7 +254,8 @@ def optimize(
     except (TaskError, KernelError, DirectiveError, OptimizeInputError, BaselineError) as exc:
         _fail(2, str(exc))
     except (ExecutorError, ToolchainError, SandboxError) as exc:
-        _fail(3, str(exc))
+        hint = f" (every finished evaluation is kept: continue with --resume {run_dir})" if run_dir else ""
+        _fail(3, f"{exc}{hint}")
     except KeyboardInterrupt:
         errors.print(f"interrupted: every finished evaluation is kept; continue with --resume {run_dir}")
         raise typer.Exit(130) from None

@@ -19,6 +19,8 @@ from sandbox import (
 )
 
 from .check import BaselineError, check
+from .llm.config import LLMConfigError, load_llm_config
+from .optimize.session import OptimizeInputError, execute, find_run, new_config, run_folder
 from .kernel import KernelError
 from .render import show_outcome
 from .task import TaskError, discover, load_task
@@ -190,6 +192,7 @@ def doctor(
             console.print(result.log, markup=False)
     except ToolchainError as exc:
         _fail(3, str(exc))
+    _doctor_llm()
     if detect_arch(device) is None:
         console.print("GPU: none found (compile-only machine: `kagent check --compile-only` works)")
         return
@@ -202,6 +205,22 @@ def doctor(
         _fail(3, str(exc))
     console.print(f"device-to-device copy bandwidth: {measured['copy_gbps']:.0f} GB/s (read + write)")
     console.print(f"fp32 FMA rate: {measured['fma_gflops']:.0f} GFLOP/s")
+
+
+def _doctor_llm() -> None:
+    """Whether the configured LLM endpoint answers, and which models it serves."""
+    from .llm.client import LLMClient
+
+    try:
+        config = load_llm_config()
+    except LLMConfigError as exc:
+        console.print(f"LLM: configuration error: {exc}", highlight=False)
+        return
+    if config is None:
+        console.print("LLM: none configured (set KAGENT_LLM_MODEL and OPENAI_BASE_URL, or pass --llm to optimize)")
+        return
+    ok, message = LLMClient(config).probe()
+    console.print(f"LLM: {'ok' if ok else 'NOT answering'}: {message}", highlight=False)
 
 
 @app.command()
@@ -221,6 +240,12 @@ def optimize(
                                     help="Start from the policies and failure rules learned by earlier runs."),
     device: int = typer.Option(0, help="GPU index."),
     budget_ms: float = typer.Option(200.0, help="Time spent in timed launches per candidate (GPU)."),
+    llm: Optional[str] = typer.Option(None, "--llm", help="Model name: an LLM writes and repairs kernels "
+                                      "[default: KAGENT_LLM_MODEL or the config file's, if any]."),
+    llm_base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint [default: OPENAI_BASE_URL]."),
+    llm_budget: Optional[int] = typer.Option(None, help="Tokens (prompt + completion) the LLM may spend in this run."),
+    llm_every: int = typer.Option(2, help="Ask the LLM for a new kernel every N batches (and whenever stalled)."),
+    no_llm: bool = typer.Option(False, "--no-llm", help="Offline specialists only, even if an LLM is configured."),
 ) -> None:
     """Search a task's kernels, knobs and generic edits for the fastest correct kernel.
 
@@ -231,8 +256,6 @@ def optimize(
     """
     from .optimize.executors import ExecutorError
     from .optimize.runner import RunConfig
-    from .optimize.session import OptimizeInputError, execute, find_run, new_config, run_folder
-
     run_dir = None
     try:
         if resume:
@@ -246,12 +269,15 @@ def optimize(
         else:
             if task_file is None:
                 _fail(2, "give a task file (or --resume RUN)")
+            llm_settings = {} if no_llm else _llm_settings(llm, llm_base_url, llm_budget, llm_every)
             config = new_config(task_file, out, strategy, seed, 40 if budget is None else budget, batch, executor,
-                                recording, time_limit, warm_start, device, console.print, _parse_knobs(fix))
+                                recording, time_limit, warm_start, device, console.print, _parse_knobs(fix),
+                                llm_settings)
             run_dir = run_folder(out, config)
         with _optimize_progress(config) as (on_start, on_batch):
-            result = execute(config, run_dir, out, device, Settings(budget_ms=budget_ms), on_start, on_batch)
-    except (TaskError, KernelError, DirectiveError, OptimizeInputError, BaselineError) as exc:
+            result = execute(config, run_dir, out, device, Settings(budget_ms=budget_ms), on_start, on_batch,
+                             notice=lambda text: errors.print(f"[yellow]{text}[/]", highlight=False))
+    except (TaskError, KernelError, DirectiveError, OptimizeInputError, BaselineError, LLMConfigError) as exc:
         _fail(2, str(exc))
     except (ExecutorError, ToolchainError, SandboxError) as exc:
         hint = f" (every finished evaluation is kept: continue with --resume {run_dir})" if run_dir else ""
@@ -260,6 +286,17 @@ def optimize(
         errors.print(f"interrupted: every finished evaluation is kept; continue with --resume {run_dir}")
         raise typer.Exit(130) from None
     _show_optimize_summary(result, run_dir)
+
+
+def _llm_settings(model: str | None, base_url: str | None, budget: int | None, every: int) -> dict:
+    """The LLM part of a run's settings: flags first, then environment, then the config file."""
+    config = load_llm_config(model=model, base_url=base_url, token_budget=budget)
+    if config is None:
+        return {}
+    if every < 1:
+        raise OptimizeInputError(f"--llm-every must be at least 1, got {every}")
+    return {"llm_model": config.model, "llm_base_url": config.base_url, "llm_token_budget": config.token_budget,
+            "llm_every": every}
 
 
 def _optimize_progress(config):
@@ -275,22 +312,26 @@ def _optimize_progress(config):
             bar = progress.add_task(f"{config.task}: starting ({config.executor})", total=config.budget)
             base = {}
 
-            def on_start(cfg, space, executor):
+            def on_start(cfg, space, executor, strategy):
+                base["llm"] = getattr(strategy, "llm", None)
                 progress.update(bar, description=f"{cfg.task}: timing the baseline ({executor.name})")
 
             def on_batch(state, batch):
-                if not base and state.attempts[0].ms:
+                if "ms" not in base and state.attempts[0].ms:
                     base["ms"] = state.attempts[0].ms
                 best = state.best()
-                speed = f"{base['ms'] / best.ms:.2f}x" if best and base else "-"
+                speed = f"{base['ms'] / best.ms:.2f}x" if best and "ms" in base else "-"
                 failures = {}
                 for a in state.attempts:
                     if a.ms is None:
                         failures[a.outcome.status.value] = failures.get(a.outcome.status.value, 0) + 1
                 acting = ", ".join(sorted({a.specialist for a in batch if a.specialist})) or batch[-1].note
                 failed = " ".join(f"{k}:{v}" for k, v in sorted(failures.items())) or "none"
-                progress.update(bar, completed=len(state.attempts),
-                                description=f"{config.task}: best {speed} | failures {failed} | acting: {acting}")
+                llm = base.get("llm")
+                llm_text = (f" | LLM {llm.calls} calls, {llm.client.tokens_used} tokens"
+                            + ("" if llm.enabled else " (off)")) if llm else ""
+                progress.update(bar, completed=len(state.attempts), description=(
+                    f"{config.task}: best {speed} | failures {failed} | acting: {acting}{llm_text}"))
 
             yield on_start, on_batch
 

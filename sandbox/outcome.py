@@ -16,6 +16,7 @@ class Status(str, Enum):
     timeout = "timeout"
     wrong_result = "wrong_result"
     nondeterministic = "nondeterministic"
+    not_run = "not_run"  # compiled and planned, but nothing could run it (replay has no recording of it)
 
 
 class KernelResources(BaseModel):

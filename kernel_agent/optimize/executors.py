@@ -5,12 +5,19 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from sandbox import GpuWorker, Outcome, Settings, Timing, ceilings, compile_many
+from sandbox import GpuWorker, Outcome, Settings, Status, Timing, ceilings, compile_many
 
 from ..check import baseline_program, compile_and_plan, run
 from ..sweep import SweepCache
 from ..task import Task
 from .space import Candidate, Space
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _normalized(source: str) -> str:
+    return "\n".join(line.rstrip() for line in source.replace("\r\n", "\n").strip().splitlines())
 
 
 class ExecutorError(RuntimeError):
@@ -82,6 +89,7 @@ class ReplayExecutor:
             raise ExecutorError(f"{recording} is a {self.cache.executor} sweep of {self.cache.task}, "
                                 f"not a GPU sweep of {task.name}")
         self.records = {Candidate.make(r.kernel, r.knobs): r for r in self.cache.records}
+        self.by_source = self._recorded_sources()
         missing = [c for c in space.all() if c not in self.records]
         if missing:
             raise ExecutorError(
@@ -97,15 +105,45 @@ class ReplayExecutor:
     def start(self) -> Outcome:
         return self.records[self.space.default("baseline")].outcome.model_copy(deep=True)
 
+    def _recorded_sources(self) -> dict[str, str]:
+        """Source text of each recorded kernel file -> its label, so that the same file written again
+        during a run (by an LLM) is answered from the recording too."""
+        task_file = Path(self.cache.task_file)
+        root = (task_file if task_file.is_absolute() else REPO / task_file).parent
+        sources = {}
+        for record in self.cache.records:
+            path = root / record.file
+            if path.is_file():
+                sources.setdefault(_normalized(path.read_text()), record.kernel)
+        return sources
+
+    def record_for(self, candidate: Candidate):
+        if candidate in self.records:
+            return self.records[candidate]
+        kernel = self.space.kernels.get(candidate.kernel)
+        label = self.by_source.get(_normalized(kernel.kernel.source)) if kernel else None
+        return self.records.get(Candidate(label, candidate.knobs)) if label else None
+
     def evaluate(self, candidates: list[Candidate]) -> list[tuple[Outcome, float]]:
         out = []
         for c in candidates:
-            record = self.records[c]
-            out.append((record.outcome.model_copy(deep=True), record.seconds or 0.0))
+            if record := self.record_for(c):
+                out.append((record.outcome.model_copy(deep=True), record.seconds or 0.0))
+            else:
+                out.append((self._not_recorded(c), 0.0))
         return out
 
+    def _not_recorded(self, candidate: Candidate) -> Outcome:
+        """Compiled for real (compile and resource verdicts need no GPU); nothing can run it here."""
+        outcome, prog = compile_and_plan("candidate", self.task, self.space.build(candidate), self.cache.arch)
+        if prog is not None:
+            outcome.status = Status.not_run
+            outcome.message = ("compiled and launches resolved; not run: the recording has no measurement of this "
+                               "kernel (measure it with --executor gpu)")
+        return outcome
+
     def final(self, candidate: Candidate) -> Outcome:
-        outcome = self.records[candidate].outcome.model_copy(deep=True)
+        outcome = self.record_for(candidate).outcome.model_copy(deep=True)
         outcome.baseline_timing, outcome.library_timing = self.baseline_timing, self.library_timing
         if outcome.timing and self.library_timing:
             outcome.library_speedup = self.library_timing.median_ms / outcome.timing.median_ms

@@ -31,10 +31,12 @@ class Rule:
         return candidate.kernel == self.kernel and all(values.get(k) == v for k, v in self.conditions)
 
     def text(self) -> str:
-        when = " and ".join(f"{k}={v}" for k, v in self.conditions)
+        when = " and ".join(f"{k}={v}" for k, v in self.conditions) or "any knob values"
         return f"{self.kernel}: {when} -> {self.status.value} ({self.failures} failures, no success)"
 
     def as_dont(self) -> str:
+        if not self.conditions:
+            return f"do not reuse {self.kernel} as it is: {self.status.value} in all {self.failures} tries"
         when = " with ".join(f"{k}={v}" for k, v in self.conditions)
         return f"do not use {when} in {self.kernel}: {self.status.value} in {self.failures} of {self.failures} tries"
 
@@ -63,18 +65,22 @@ class KnowledgeBase:
         seen: dict[tuple, list[Status]] = defaultdict(list)
         for candidate, status in self.observations.items():
             values = sorted(candidate.knobs)
-            for size in (1, 2):
+            for size in (0, 1, 2):
                 for condition in itertools.combinations(values, size):
                     seen[(candidate.kernel, condition)].append(status)
         rules = []
         for (kernel, condition), statuses in seen.items():
             if Status.ok in statuses or len(statuses) < MIN_FAILURES:
                 continue
+            if not condition and set(statuses) != {Status.compile_error}:
+                continue  # a whole kernel is ruled out only when it never compiles
             status = Counter(statuses).most_common(1)[0][0]
             rule = Rule(kernel, condition, status, len(statuses), self._pruned[(kernel, condition)])
             rules.append(rule)
         rules.sort(key=lambda r: (len(r.conditions), -r.failures, r.conditions))
-        # a pair rule adds nothing when one of its values alone is already a rule
-        singles = [r for r in rules if len(r.conditions) == 1]
-        return singles + [r for r in rules if len(r.conditions) == 2 and not any(
-            s.kernel == r.kernel and set(s.conditions) < set(r.conditions) for s in singles)]
+        # a rule adds nothing when a more general one (fewer conditions) already covers it
+        kept: list[Rule] = []
+        for rule in rules:
+            if not any(k.kernel == rule.kernel and set(k.conditions) < set(rule.conditions) for k in kept):
+                kept.append(rule)
+        return kept

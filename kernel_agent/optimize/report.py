@@ -90,6 +90,7 @@ def report_markdown(result: RunResult, strategy) -> str:
         for name, credit in planner.credit.items():
             lines.append(f"| {name} | {credit.proposals} | {credit.mean:+.2f} | {credit.improvements} | "
                          f"{credit.speedup_gained:+.2f} |")
+    lines += _llm_section(getattr(strategy, "llm", None), c)
     rules = result.state.kb.rules
     lines += ["", "## Knowledge base: failure rules learned", ""]
     lines += [f"- {r.text()}; pruned {r.pruned} proposals" for r in rules] or ["- none (no value always failed)"]
@@ -105,3 +106,22 @@ def report_markdown(result: RunResult, strategy) -> str:
         lines.append(f"| ... | {len(ordered) - 25} more in attempts.jsonl | | | | | |")
     lines += ["", "![progress](progress.png)", ""]
     return "\n".join(lines)
+
+
+def _llm_section(llm, config) -> list[str]:
+    if llm is None:
+        return []
+    lines = ["", "## LLM", "",
+             f"- model `{config.llm_model}` at {config.llm_base_url or 'the default OpenAI endpoint'}: "
+             f"{llm.calls} calls, {llm.client.tokens_used} tokens; prompts and answers in `trajectory.jsonl`"]
+    if not llm.enabled:
+        lines.append(f"- switched off during the run: {llm.disabled_reason} (the offline specialists carried on)")
+    lines += ["", "| role | repair round | answers | parsed | compiled | correct | faster than baseline | new best |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for (role, round_), t in sorted(llm.tallies.items()):
+        lines.append(f"| {role} | {round_} | {t.answers} | {t.parsed} | {t.compiled} | {t.correct} | {t.faster} | "
+                     f"{t.improved_best} |")
+    if llm.error_rules:
+        lines += ["", "Rules distilled from compile errors (quoted in later prompts):", ""]
+        lines += [f"- {text} ({hits} times)" for text, hits in llm.error_rules.most_common()]
+    return lines

@@ -37,6 +37,10 @@ class RunConfig:
     warm_start: bool = True
     generic: bool = True
     pins: dict[str, str] = field(default_factory=dict)
+    llm_model: str | None = None  # with an LLM (agent strategy): its model, endpoint and token budget
+    llm_base_url: str | None = None
+    llm_token_budget: int | None = None
+    llm_every: int = 2
 
     def save(self, run_dir: Path) -> None:
         (run_dir / "run.json").write_text(json.dumps(asdict(self), indent=1))
@@ -108,9 +112,9 @@ def search(config: RunConfig, space: Space, executor, strategy: Strategy, run_di
                 outcome, seconds = next(answers)
                 batch.append(Attempt(n, p.candidate, outcome, seconds, p.specialist, p.parent, p.note))
         best_before = state.best().ms if state.best() else None
-        rewards = rank_rewards([a.outcome for a in batch], best_before,
-                               [state.time_of(a.parent) for a in batch])
-        for attempt, reward in zip(batch, rewards):
+        judged = [a for a in batch if a.outcome.status is not Status.not_run]  # unrun: no reward at all
+        rewards = rank_rewards([a.outcome for a in judged], best_before, [state.time_of(a.parent) for a in judged])
+        for attempt, reward in zip(judged, rewards):
             attempt.reward = reward
         _record(config, executor, state, journal, store, batch, fresh=True, result=result,
                 reused={a.number for a in reused.values()})
@@ -134,7 +138,8 @@ def _record(config, executor, state: SearchState, journal: Journal, store: Store
         improved = attempt.ms is not None and (best is None or attempt.ms < best.ms)
         state.attempts.append(attempt)
         state.since_improvement = 0 if improved else state.since_improvement + 1
-        state.kb.observe(attempt.candidate, attempt.outcome.status)
+        if attempt.outcome.status is not Status.not_run:
+            state.kb.observe(attempt.candidate, attempt.outcome.status)
         if attempt.outcome.status is not Status.ok:
             status = attempt.outcome.status.value
             result.failures[status] = result.failures.get(status, 0) + 1

@@ -31,7 +31,8 @@ def recording_path(task_name: str, explicit: Path | None) -> Path:
 
 def new_config(task_file: Path, out: Path, strategy: str, seed: int, budget: int, batch: int,
                executor: str, recording: Path | None, time_limit_s: float | None, warm_start: bool,
-               device: int, notice: Callable[[str], None], pins: dict[str, str] | None = None) -> RunConfig:
+               device: int, notice: Callable[[str], None], pins: dict[str, str] | None = None,
+               llm: dict | None = None) -> RunConfig:
     if budget < 1:
         raise OptimizeInputError(f"--budget must be at least 1 evaluation, got {budget}")
     if batch < 1:
@@ -40,6 +41,9 @@ def new_config(task_file: Path, out: Path, strategy: str, seed: int, budget: int
         raise OptimizeInputError(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
     if strategy not in STRATEGIES:
         raise OptimizeInputError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    llm = llm or {}
+    if llm.get("llm_model") and strategy != "agent":
+        raise OptimizeInputError(f"--llm drives the agent's planner and specialists: use --strategy agent, not {strategy}")
     task = load_task(task_file)
     if executor == "auto":
         executor = "gpu" if detect_arch(device) is not None else "replay"
@@ -57,7 +61,7 @@ def new_config(task_file: Path, out: Path, strategy: str, seed: int, budget: int
     return RunConfig(run_id=run_id, task_file=str(task_file), task=task.name, family=task.family or task.name,
                      arch=arch, strategy=strategy, seed=seed, budget=budget, batch=batch, executor=executor,
                      recording=str(rec) if rec else None, time_limit_s=time_limit_s, warm_start=warm_start,
-                     generic=executor == "gpu", pins=dict(pins or {}))
+                     generic=executor == "gpu", pins=dict(pins or {}), **llm)
 
 
 def run_folder(out: Path, config: RunConfig) -> Path:
@@ -101,9 +105,22 @@ def pin_knobs(space: Space, pins: dict[str, str]) -> None:
             ks.knobs[name] = knob.model_copy(update={"values": [value]})
 
 
+def _llm_proposer(config: RunConfig, task, space: Space, run_dir: Path, notice: Callable[[str], None]):
+    if not config.llm_model:
+        return None
+    from ..llm.client import LLMClient
+    from ..llm.config import load_llm_config
+    from ..llm.proposer import LLMProposer
+
+    llm_config = load_llm_config(model=config.llm_model, base_url=config.llm_base_url,
+                                 token_budget=config.llm_token_budget)
+    return LLMProposer(LLMClient(llm_config), task, space, run_dir, generic=config.generic, arch=config.arch,
+                       notice=notice)
+
+
 def execute(config: RunConfig, run_dir: Path, out: Path, device: int = 0, settings: Settings | None = None,
-            on_start: Callable | None = None,
-            on_batch: Callable | None = None) -> RunResult:
+            on_start: Callable | None = None, on_batch: Callable | None = None,
+            notice: Callable[[str], None] = print) -> RunResult:
     task = load_task(config.task_file)
     space = Space.of_task(task, generic=config.generic)
     pin_knobs(space, config.pins)
@@ -113,8 +130,9 @@ def execute(config: RunConfig, run_dir: Path, out: Path, device: int = 0, settin
     if not snapshot.exists():
         (PolicyBook.load(policy_path) if config.warm_start else PolicyBook()).save(snapshot)
     policies = PolicyBook.load(snapshot)
-    strategy = make_strategy(config.strategy, policies=policies) if config.strategy == "agent" \
-        else make_strategy(config.strategy)
+    llm = _llm_proposer(config, task, space, run_dir, notice)
+    strategy = make_strategy(config.strategy, policies=policies, llm=llm, llm_every=config.llm_every) \
+        if config.strategy == "agent" else make_strategy(config.strategy)
     store = Store(out / "kagent.sqlite")
     worker = None
     try:
@@ -124,7 +142,7 @@ def execute(config: RunConfig, run_dir: Path, out: Path, device: int = 0, settin
         else:
             executor = ReplayExecutor(task, space, Path(config.recording))
         if on_start:
-            on_start(config, space, executor)
+            on_start(config, space, executor, strategy)
         result = search(config, space, executor, strategy, run_dir, store, on_batch)
     finally:
         store.close()

@@ -6,6 +6,7 @@ import hashlib
 import json
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from sandbox import Knob
 
@@ -70,18 +71,23 @@ class Space:
     def of_task(cls, task: Task, generic: bool = True) -> "Space":
         space = cls()
         for label, path in task.kernel_paths().items():
-            kernel = load_kernel(path)
-            knobs = dict(kernel.directives.knobs)
-            if generic:
-                block = kernel.directives.entries[0].block
-                extra = generic_knobs(kernel.source, block, kernel.knobs)
-                knobs.update({k.name: k for k in extra if k.name not in knobs})  # the file's own knob wins
-            space.kernels[label] = KernelSpace(label, kernel, knobs)
+            space.add_kernel(label, path, generic)
         return space
 
     @property
     def size(self) -> int:
         return sum(k.size for k in self.kernels.values())
+
+    def add_kernel(self, label: str, path: Path, generic: bool) -> KernelSpace:
+        """A kernel file of the task, or one written during the run (by an LLM): its knobs become
+        tunable. Raises KernelError for a file without usable directives."""
+        kernel = load_kernel(path)
+        knobs = dict(kernel.directives.knobs)
+        if generic:
+            extra = generic_knobs(kernel.source, kernel.directives.entries[0].block, kernel.knobs)
+            knobs.update({k.name: k for k in extra if k.name not in knobs})  # the file's own knob wins
+        self.kernels[label] = KernelSpace(label, kernel, knobs)
+        return self.kernels[label]
 
     def default(self, kernel: str) -> Candidate:
         return Candidate.make(kernel, {k.name: k.default for k in self.kernels[kernel].knobs.values()})

@@ -67,7 +67,8 @@ class Store:
     def earlier_statuses(self, task: str, arch: str, executor: str, exclude_run: str) -> list[tuple[Candidate, str]]:
         """(candidate, status) of earlier runs of the same task: the knowledge base starts from them."""
         rows = self.db.execute(
-            "SELECT kernel, knobs, status FROM attempts WHERE task = ? AND arch = ? AND executor = ? AND run_id != ?",
+            "SELECT kernel, knobs, status FROM attempts WHERE task = ? AND arch = ? AND executor = ? AND run_id != ?"
+            " AND status != 'not_run' AND kernel NOT LIKE 'llm%'",
             (task, arch, executor, exclude_run))
         return [(Candidate.make(k, json.loads(v)), s) for k, v, s in rows]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from typing import Callable
 
 from sandbox import Outcome, Status
 
@@ -64,16 +65,17 @@ class SearchState:
                 return a.ms
         return None
 
-    def unseen_random(self, count: int, exclude: set[Candidate] = frozenset()) -> list[Candidate]:
-        """Up to `count` distinct candidates not tried yet, uniformly over the space."""
+    def unseen_random(self, count: int, exclude: set[Candidate] = frozenset(),
+                      allow: Callable[[Candidate], bool] = lambda c: True) -> list[Candidate]:
+        """Up to `count` distinct allowed candidates not tried yet, uniformly over the space."""
         taken = self.seen | set(exclude)
         if self.space.size <= 4096:
-            pool = [c for c in self.space.all() if c not in taken]
+            pool = [c for c in self.space.all() if c not in taken and allow(c)]
             return self.rng.sample(pool, min(count, len(pool)))
         found: list[Candidate] = []
         for _ in range(count * 50):
             c = self.space.random(self.rng)
-            if c not in taken:
+            if c not in taken and allow(c):
                 taken.add(c)
                 found.append(c)
                 if len(found) == count:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from sandbox import SPECIALISTS
 
-from ..planner import EXPLOIT, Planner
+from ..planner import EXPLOIT, STALL_EVALUATIONS, Planner
 from ..policy import PolicyBook
 from ..specialists import Specialist
 from . import Attempt, Proposal, SearchState, Strategy
@@ -26,10 +26,12 @@ NEIGHBOURHOOD_LIMIT = 50_000  # candidates of one kernel file we are willing to 
 class AgentStrategy(Strategy):
     name = "agent"
 
-    def __init__(self, policies: PolicyBook | None = None):
+    def __init__(self, policies: PolicyBook | None = None, llm=None, llm_every: int = 2):
         self.policies = policies or PolicyBook()
         self.planner = Planner({s: Specialist(s, self.policies[s]) for s in SPECIALISTS})
+        self.llm, self.llm_every = llm, llm_every  # an LLMProposer, asked every llm_every batches
         self._best_ms: float | None = None
+        self._batches = 0
 
     def propose(self, state: SearchState, count: int) -> list[Proposal]:
         out: list[Proposal] = []
@@ -41,15 +43,41 @@ class AgentStrategy(Strategy):
                 taken.add(default)
         if out:  # tune once the kernels as written have been measured: they are the parents
             return out
+        self._batches += 1
+        out += self._from_llm(state, count)
+        taken |= {p.candidate for p in out}
         while len(out) < count:
             proposal = self._one(state, taken) or self._beside_best(state, taken)
             if proposal is None:
-                allowed = [c for c in state.unseen_random(8, exclude=taken) if not state.kb.blocking_rule(c)]
+                broken = _never_worked(state)  # e.g. an LLM kernel that did not compile: repair it first
+                allowed = state.unseen_random(1, exclude=taken, allow=lambda c: c.kernel not in broken
+                                              and not state.kb.blocking_rule(c))
                 if not allowed:
                     break
                 proposal = Proposal(allowed[0], note="random: nothing new near the best")
             out.append(proposal)
             taken.add(proposal.candidate)
+        if not out and self.llm is not None and self.llm.enabled:  # nothing left offline: a new structure
+            parent, _ = self.planner.choose_parent(state)
+            if proposal := self.llm.propose(state, "planner", parent):
+                out.append(proposal)
+        return out
+
+    def _from_llm(self, state: SearchState, count: int) -> list[Proposal]:
+        """A repair of a failed LLM kernel first; then, every few batches (or while stalled), a new
+        kernel from the planner (when stalled: a new structure) or the specialist the bandit picks."""
+        if self.llm is None or not self.llm.enabled:
+            return []
+        out = []
+        if repair := self.llm.next_repair(state):
+            out.append(repair)
+        stalled = state.since_improvement >= STALL_EVALUATIONS
+        if len(out) < count and (stalled or self._batches % self.llm_every == 1):
+            parent, _ = self.planner.choose_parent(state)
+            chosen = self.planner.choose_specialist(state, parent, set())
+            role = "planner" if stalled or chosen is None else chosen.name
+            if proposal := self.llm.propose(state, role, parent):
+                out.append(proposal)
         return out
 
     def _beside_best(self, state: SearchState, taken: set) -> Proposal | None:
@@ -114,5 +142,13 @@ class AgentStrategy(Strategy):
                     credit.speedup_gained += self._best_ms / attempt.ms - 1
             if improved:
                 self._best_ms = attempt.ms
-        if state.since_improvement >= 6 and not any(a.ms and a.ms == self._best_ms for a in batch):
+        if state.since_improvement >= STALL_EVALUATIONS and not any(a.ms and a.ms == self._best_ms for a in batch):
             self.planner.stalls += 1
+        if self.llm is not None:
+            self.llm.observe(state, batch)
+
+
+def _never_worked(state: SearchState) -> set[str]:
+    """Kernel files that have failed and never been correct."""
+    failed = {a.candidate.kernel for a in state.attempts if a.ms is None and a.outcome.status.value != "not_run"}
+    return failed - {a.candidate.kernel for a in state.attempts if a.ms is not None}

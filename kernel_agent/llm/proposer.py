@@ -1,0 +1,191 @@
+"""The LLM as planner, specialist and repairer inside `kagent optimize`.
+
+It writes whole kernel structures (new files in the run folder, in the directive format, so the
+offline specialists can then tune the knobs the LLM declared) and repairs failed ones with the
+evidence. Every prompt and completion is kept in `trajectory.jsonl` with the candidate it produced,
+its Outcome and its rank reward: the data RL fine-tuning will read. A failing endpoint never ends
+the run: the proposer switches itself off and says why.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from sandbox import Outcome, Status
+
+from ..kernel import KernelError
+from ..optimize.space import Candidate, Space
+from ..optimize.strategies import Attempt, Proposal, SearchState
+from ..task import Task
+from .answers import parse_answer
+from .client import LLMError
+from .context import prompt_context, repair_context
+from .error_rules import rules_from_compile_log
+from .prompts import render
+
+MAX_REPAIRS = 2  # repair rounds per LLM kernel
+PARSE_RETRIES = 1  # re-asks when an answer cannot be parsed or applied
+
+
+@dataclass
+class Tally:
+    """What one role's answers became, per repair round."""
+
+    answers: int = 0
+    parsed: int = 0
+    compiled: int = 0
+    correct: int = 0
+    faster: int = 0  # than the baseline
+    improved_best: int = 0
+
+
+@dataclass
+class Origin:
+    role: str
+    round: int
+    call: int
+    parent: Candidate | None
+
+
+@dataclass
+class LLMProposer:
+    client: object  # LLMClient or anything with .complete(messages) -> Completion
+    task: Task
+    space: Space
+    run_dir: Path
+    generic: bool
+    arch: str
+    notice: Callable[[str], None] = print
+    enabled: bool = True
+    disabled_reason: str = ""
+    origins: dict[str, Origin] = field(default_factory=dict)
+    tallies: dict[tuple[str, int], Tally] = field(default_factory=dict)
+    error_rules: Counter = field(default_factory=Counter)  # "do not ..." text -> hits
+    repairs: list[Attempt] = field(default_factory=list)
+    calls: int = 0
+    recorded: list[dict] = field(default_factory=list)  # earlier completions of this run (resume)
+
+    def __post_init__(self):
+        self.kernels_dir = self.run_dir / "llm_kernels"
+        self.kernels_dir.mkdir(parents=True, exist_ok=True)
+        self.trajectory = self.run_dir / "trajectory.jsonl"
+        self._logged_results: set[tuple[int, int]] = set()
+        if self.trajectory.exists():  # a resumed run: its model answers are replayed, not asked again
+            rows = [json.loads(line) for line in self.trajectory.read_text().splitlines() if line.strip()]
+            self.recorded = [row for row in rows if row.get("type") == "call"]
+            self._logged_results = {(r["call"], r["number"]) for r in rows if r.get("type") == "result"}
+
+    # -- proposals ---------------------------------------------------------------------------
+
+    def propose(self, state: SearchState, role: str, parent: Candidate) -> Proposal | None:
+        """Ask the planner (a new structure) or a specialist (its area) for a kernel derived from parent."""
+        template = "planner.j2" if role == "planner" else f"specialist_{role}.j2"
+        context = prompt_context(self.task, self.space, state, parent, self.arch, self._rules())
+        return self._ask(render(template, **context), role, 0, parent)
+
+    def next_repair(self, state: SearchState) -> Proposal | None:
+        while self.repairs and self.enabled:
+            failed = self.repairs.pop(0)
+            origin = self.origins[failed.candidate.kernel]
+            if origin.round >= MAX_REPAIRS:
+                continue
+            context = repair_context(self.task, self.space, state, failed, self.arch, self._rules())
+            template = f"repair_{failed.outcome.status.value}.j2"
+            return self._ask(render(template, **context), origin.role, origin.round + 1, failed.candidate)
+        return None
+
+    def _ask(self, prompt: str, role: str, round_: int, parent: Candidate | None) -> Proposal | None:
+        if not self.enabled:
+            return None
+        parent_source = self.space.kernels[parent.kernel].kernel.source if parent else ""
+        messages = [{"role": "system", "content": render("system.j2", arch=self.arch)},
+                    {"role": "user", "content": prompt}]
+        tally = self.tallies.setdefault((role, round_), Tally())
+        for _ in range(1 + PARSE_RETRIES):
+            completion = self._complete(messages)
+            if completion is None:
+                return None
+            tally.answers += 1
+            parsed = parse_answer(completion["text"], parent_source)
+            label, problem = None, parsed.feedback
+            if parsed.source is not None and (same := self._same_as(parsed.source)):
+                problem = f"this kernel is the same as {same}, which was measured already: send a different one"
+            elif parsed.source is not None:
+                label = f"llm{len(self.origins) + 1}"
+                path = self.kernels_dir / f"{label}.cu"
+                path.write_text(parsed.source)
+                try:
+                    self.space.add_kernel(label, path, self.generic)
+                except KernelError as exc:
+                    label, problem = None, f"the kernel file is not usable: {exc}"
+            if not completion.pop("replayed", False):
+                self._log({"type": "call", "call": self.calls, "role": role, "round": round_, "messages": messages,
+                           **completion, "parsed": parsed.kind, "feedback": problem, "kernel": label})
+            if label is not None:
+                tally.parsed += 1
+                self.origins[label] = Origin(role, round_, self.calls, parent)
+                return Proposal(self.space.default(label), parent=parent, note=f"LLM {role}, round {round_}")
+            messages = messages + [{"role": "assistant", "content": completion["text"]},
+                                   {"role": "user", "content": render("repair_unparsed.j2", feedback=problem)}]
+        return None
+
+    def _same_as(self, source: str) -> str | None:
+        text = source.strip()
+        return next((label for label, ks in self.space.kernels.items() if ks.kernel.source.strip() == text), None)
+
+    def _complete(self, messages: list[dict]) -> dict | None:
+        """The model's answer (or, when resuming, the answer it gave before to the same prompt)."""
+        self.calls += 1
+        if self.calls <= len(self.recorded) and self.recorded[self.calls - 1]["messages"] == messages:
+            old = self.recorded[self.calls - 1]
+            keys = ("text", "prompt_tokens", "completion_tokens", "finish_reason", "seconds")
+            return {**{k: old[k] for k in keys}, "replayed": True}
+        self.recorded = self.recorded[: self.calls - 1]  # the run went another way: ask from here on
+        try:
+            started = time.monotonic()
+            c = self.client.complete(messages)
+        except LLMError as exc:
+            self.enabled, self.disabled_reason = False, str(exc)
+            self.notice(f"LLM failed ({exc}); continuing with the offline specialists only")
+            return None
+        return {"text": c.text, "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens,
+                "finish_reason": c.finish_reason, "seconds": round(time.monotonic() - started, 3)}
+
+    # -- learning from outcomes --------------------------------------------------------------
+
+    def observe(self, state: SearchState, batch: list[Attempt]) -> None:
+        """Outcomes of LLM kernels: tallies, distilled error rules, repairs to ask for, trajectory."""
+        baseline_ms = state.attempts[0].ms
+        for attempt in batch:
+            origin = self.origins.get(attempt.candidate.kernel)
+            if origin is None or attempt.candidate != self.space.default(attempt.candidate.kernel):
+                continue
+            outcome: Outcome = attempt.outcome
+            tally = self.tallies[(origin.role, origin.round)]
+            tally.compiled += outcome.status not in (Status.compile_error,)
+            if attempt.ms is not None:
+                tally.correct += 1
+                tally.faster += bool(baseline_ms and attempt.ms < baseline_ms)
+                tally.improved_best += state.best() is attempt
+            if outcome.status is Status.compile_error:
+                for rule in rules_from_compile_log(outcome.log or outcome.message):
+                    self.error_rules[rule.text] += 1
+            if outcome.status not in (Status.ok, Status.not_run):
+                self.repairs.append(attempt)
+            if (origin.call, attempt.number) not in self._logged_results:
+                self._logged_results.add((origin.call, attempt.number))
+                self._log({"type": "result", "call": origin.call, "kernel": attempt.candidate.kernel,
+                           "number": attempt.number, "status": outcome.status.value, "median_ms": attempt.ms,
+                           "speedup": outcome.speedup, "reward": attempt.reward, "message": outcome.message})
+
+    def _rules(self) -> list[str]:
+        return [f"{text} (hit {hits} times)" for text, hits in self.error_rules.most_common(10)]
+
+    def _log(self, row: dict) -> None:
+        with self.trajectory.open("a") as f:
+            f.write(json.dumps(row) + "\n")

@@ -1,0 +1,101 @@
+"""`kagent optimize --llm` end to end against the scripted OpenAI-compatible server, on the recorded
+H200 sweep: faults survived, a compile error repaired, the LLM's kernel tuned by the offline
+specialists, every prompt and answer kept with its outcome."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from typer.testing import CliRunner
+
+from kernel_agent.cli import app
+from tests.llm.fake_server import FakeOpenAI, answer, hang, malformed, status, truncated
+from tests.paths import ROOT
+
+RECORDING = ROOT / "tests" / "data" / "h200" / "layernorm.json"
+ROWBLOCK = (ROOT / "tasks" / "layernorm" / "rowblock.cu").read_text()
+
+
+def baseline_only_task(tmp_path):
+    """The layernorm task without its expert variant: only the LLM can find a faster kernel."""
+    folder = tmp_path / "task"
+    shutil.copytree(ROOT / "tasks" / "layernorm", folder / "layernorm")
+    text = (ROOT / "tasks" / "layernorm.yaml").read_text()
+    text = text.replace("variants:\n  rowblock: layernorm/rowblock.cu\n", "")
+    assert "rowblock" not in text
+    (folder / "layernorm.yaml").write_text(text)
+    return folder / "layernorm.yaml"
+
+
+def config_file(tmp_path, **values):
+    path = tmp_path / "config.toml"
+    path.write_text("[llm]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in values.items()))
+    return path
+
+
+def optimize(task, out, url, config, *extra):
+    args = ["optimize", str(task), "--executor", "replay", "--recording", str(RECORDING), "--out", str(out),
+            "--llm", "test-model", "--llm-base-url", url, *map(str, extra)]
+    return CliRunner().invoke(app, args, env={"KAGENT_CONFIG": str(config), "OPENAI_API_KEY": ""})
+
+
+def test_scripted_session_survives_faults_repairs_and_ends_faster(tmp_path):
+    broken = ROWBLOCK.replace("__global__", "// a first try\n__global__", 1).replace(
+        "{", "{ float oops = missing_value;", 1)
+    script = [
+        status(429, retry_after=1), status(500), answer("Use shared memory and vector loads."),  # no code
+        truncated("```cuda\n__global__ void layernorm("),  # cut short: the re-ask fails too
+        malformed(), answer(f"Here is a faster kernel:\n```cuda\n{broken}```\n"),  # does not compile
+        hang(5), answer(f"Fixed:\n```cuda\n{ROWBLOCK}```\n"),  # the repair
+        answer(f"```cuda\n{ROWBLOCK}```"),  # later asks: the same kernel again (refused as a duplicate)
+    ]
+    config = config_file(tmp_path, timeout_s=1.0, max_attempts=4)
+    with FakeOpenAI(script) as server:
+        result = optimize(baseline_only_task(tmp_path), tmp_path / "out", server.base_url, config, "--budget", 12)
+        requests = list(server.requests)
+    assert result.exit_code == 0, result.output
+    (run_dir,) = (tmp_path / "out" / "layernorm").iterdir()
+    attempts = [json.loads(line) for line in (run_dir / "attempts.jsonl").read_text().splitlines()]
+    by_kernel = {}
+    for a in attempts:
+        by_kernel.setdefault(a["kernel"], []).append(a["status"])
+    assert by_kernel["llm1"][0] == "compile_error" and by_kernel["llm2"][0] == "ok"
+    best = min((a for a in attempts if a["median_ms"]), key=lambda a: a["median_ms"])
+    assert best["kernel"].startswith("llm") and best["speedup"] > 10  # the LLM's structure, then tuned
+    assert len({json.dumps(a["knobs"], sort_keys=True) for a in attempts if a["kernel"] == "llm2"}) > 1
+
+    rows = [json.loads(line) for line in (run_dir / "trajectory.jsonl").read_text().splitlines()]
+    calls = [r for r in rows if r["type"] == "call"]
+    results = {r["kernel"]: r for r in rows if r["type"] == "result"}
+    assert calls[0]["parsed"] == "none" and "no code" in calls[0]["feedback"].lower()
+    assert [c["kernel"] for c in calls if c["kernel"]][:2] == ["llm1", "llm2"]
+    assert results["llm1"]["status"] == "compile_error" and results["llm2"]["status"] == "ok"
+    assert results["llm2"]["reward"] is not None
+    assert all(c["messages"][0]["role"] == "system" and c["text"] is not None for c in calls)
+    # the repair prompt carried the compiler's evidence and the distilled rule
+    repair = next(c for c in calls if c["round"] == 1)["messages"][-1]["content"]
+    assert "missing_value" in repair and "undefined" in repair
+    assert len(requests) >= 9  # 429, 500, malformed and the hang were retried, not fatal
+
+    report = (run_dir / "report.md").read_text()
+    assert "## LLM" in report and "| planner | 0 |" in report and "| planner | 1 |" in report
+    assert "Replayed timings" in report
+
+
+def test_an_unreachable_endpoint_falls_back_to_the_offline_specialists(tmp_path):
+    config = config_file(tmp_path, timeout_s=0.5, max_attempts=2)
+    result = optimize(ROOT / "tasks" / "layernorm.yaml", tmp_path / "out", "http://127.0.0.1:9/v1", config,
+                      "--budget", 8)
+    assert result.exit_code == 0, result.output
+    assert "continuing with the offline specialists" in " ".join(result.output.split())
+    (run_dir,) = (tmp_path / "out" / "layernorm").iterdir()
+    assert "switched off during the run" in (run_dir / "report.md").read_text()
+    assert len((run_dir / "attempts.jsonl").read_text().splitlines()) == 8
+
+
+def test_llm_needs_the_agent_strategy(tmp_path):
+    result = CliRunner().invoke(app, ["optimize", str(ROOT / "tasks" / "layernorm.yaml"), "--strategy", "random",
+                                      "--llm", "m", "--out", str(tmp_path), "--executor", "replay"],
+                                env={"KAGENT_CONFIG": str(config_file(tmp_path))})
+    assert result.exit_code == 2 and "--strategy agent" in " ".join(result.output.split())

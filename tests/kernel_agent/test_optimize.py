@@ -341,3 +341,45 @@ def test_replay_bench_prints_the_strategy_table():
     assert result.exit_code == 0, result.output
     assert "layernorm" in result.output and "to 95%: agent" in result.output
     assert "1 of 1 tasks meet both bars" in result.output
+
+
+class _CountingLLM:
+    """Stands in for the LLM proposer: counts when the agent asks it (and never proposes)."""
+
+    enabled = True
+
+    def __init__(self):
+        self.asked = []
+
+    def next_repair(self, state):
+        return None
+
+    def propose(self, state, role, parent):
+        stalled = state.since_improvement >= 6
+        self.asked.append(((len(state.attempts) - 2) // 4 + 1, "planner" if stalled else "scheduled", role))
+        return None
+
+    def observe(self, state, batch):
+        pass
+
+
+@pytest.mark.parametrize("every, expected", [(1, [1, 2, 3, 4]), (2, [1, 3]), (3, [1, 4])])
+def test_the_agent_asks_the_llm_every_n_batches(tmp_path, every, expected):
+    from kernel_agent.optimize.executors import ReplayExecutor
+    from kernel_agent.optimize.strategies.agent import AgentStrategy
+
+    task = load_task(LAYERNORM)
+    space = Space.of_task(task, generic=False)
+    llm = _CountingLLM()
+    config = RunConfig(run_id="r", task_file=str(LAYERNORM), task=task.name, family="rowwise", arch="sm_90",
+                       strategy="agent", seed=0, budget=2 + 4 * 4, batch=4, executor="replay", warm_start=False,
+                       generic=False)
+    (tmp_path / "r").mkdir()
+    store = Store(tmp_path / "s.sqlite")
+    search(config, space, ReplayExecutor(task, space, RECORDED / "layernorm.json"),
+           AgentStrategy(llm=llm, llm_every=every), tmp_path / "r", store)
+    store.close()
+    scheduled = [batch for batch, why, _ in llm.asked if why == "scheduled"]
+    assert set(scheduled) <= set(expected) and scheduled[0] == 1  # never off schedule unless stalled
+    assert set(expected) <= {batch for batch, _, _ in llm.asked}  # plus asks for a new structure when stalled
+    assert all(role == "planner" for _, why, role in llm.asked if why == "planner")

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
+
 from typer.testing import CliRunner
 
 from kernel_agent.cli import app
@@ -99,3 +101,35 @@ def test_llm_needs_the_agent_strategy(tmp_path):
                                       "--llm", "m", "--out", str(tmp_path), "--executor", "replay"],
                                 env={"KAGENT_CONFIG": str(config_file(tmp_path))})
     assert result.exit_code == 2 and "--strategy agent" in " ".join(result.output.split())
+
+
+FIXTURES = ROOT / "tests" / "data" / "llm"
+
+
+def recorded_sessions():
+    return sorted(FIXTURES.glob("*.jsonl"))
+
+
+def test_recorded_fixtures_exist():
+    assert recorded_sessions(), "the recorded real-model sessions (tests/data/llm/*.jsonl) are missing"
+
+
+@pytest.mark.parametrize("fixture", recorded_sessions(), ids=lambda p: p.stem)
+def test_recorded_model_answers_drive_the_loop_the_same_way(tmp_path, fixture):
+    """A real model's answers (recorded on a CPU machine against the llama.cpp server) served again
+    through the fake server: the loop parses, compiles and repairs them exactly as it did then."""
+    rows = [json.loads(line) for line in fixture.read_text().splitlines()]
+    meta = rows[0]
+    calls = [r for r in rows if r["type"] == "call"]
+    script = [answer(c["text"], finish_reason=c["finish_reason"] or "stop", prompt_tokens=c["prompt_tokens"],
+                     completion_tokens=c["completion_tokens"]) for c in calls]
+    config = config_file(tmp_path, timeout_s=5.0, max_attempts=1)
+    with FakeOpenAI(script, repeat_last=False) as server:
+        result = optimize(ROOT / meta["task"], tmp_path / "out", server.base_url, config, *meta["args"])
+    assert result.exit_code == 0, result.output
+    (run_dir,) = (tmp_path / "out" / meta["task_name"]).iterdir()
+    again = [json.loads(line) for line in (run_dir / "trajectory.jsonl").read_text().splitlines()]
+    shape = lambda rs: [(r["role"], r["round"], r["parsed"], r["kernel"]) for r in rs if r["type"] == "call"]  # noqa: E731
+    verdicts = lambda rs: [(r["kernel"], r["status"]) for r in rs if r["type"] == "result"]  # noqa: E731
+    assert shape(again) == shape(rows)
+    assert verdicts(again) == verdicts(rows)

@@ -72,7 +72,7 @@ class AgentStrategy(Strategy):
         if repair := self.llm.next_repair(state):
             out.append(repair)
         stalled = state.since_improvement >= STALL_EVALUATIONS
-        if len(out) < count and (stalled or self._batches % self.llm_every == 1):
+        if len(out) < count and (stalled or (self._batches - 1) % self.llm_every == 0):
             parent, _ = self.planner.choose_parent(state)
             chosen = self.planner.choose_specialist(state, parent, set())
             role = "planner" if stalled or chosen is None else chosen.name

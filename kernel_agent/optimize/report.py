@@ -82,7 +82,8 @@ def report_markdown(result: RunResult, strategy) -> str:
     else:
         lines.append("| best | no correct kernel found | | |")
     lines += ["", "## Failures by class", ""]
-    lines += [f"- {k}: {v}" for k, v in sorted(result.failures.items())] or ["- none"]
+    lines += [f"- {k}: {v}" + (" (compiled, but nothing here could run them: no recording)" if k == "not_run" else "")
+              for k, v in sorted(result.failures.items())] or ["- none"]
     planner = getattr(strategy, "planner", None)
     if planner is not None:
         lines += ["", "## Credit by specialist", "", "| specialist | proposals | mean rank reward | new bests | speedup gained |",

@@ -383,3 +383,26 @@ def test_the_agent_asks_the_llm_every_n_batches(tmp_path, every, expected):
     assert set(scheduled) <= set(expected) and scheduled[0] == 1  # never off schedule unless stalled
     assert set(expected) <= {batch for batch, _, _ in llm.asked}  # plus asks for a new structure when stalled
     assert all(role == "planner" for _, why, role in llm.asked if why == "planner")
+
+
+def test_replay_answers_a_rewritten_file_that_only_changed_its_knob_lists(tmp_path):
+    from kernel_agent.optimize.executors import ReplayExecutor
+
+    task = load_task(LAYERNORM)
+    space = Space.of_task(task, generic=False)
+    executor = ReplayExecutor(task, space, RECORDED / "layernorm.json")
+    source = (LAYERNORM.parent / "layernorm" / "rowblock.cu").read_text()
+    same = tmp_path / "same.cu"
+    same.write_text(source.replace("ROWS_PER_BLOCK [launch]: 1 2 4", "ROWS_PER_BLOCK [launch]: 2 8"))
+    space.add_kernel("llm1", same, generic=False)
+    other = tmp_path / "other.cu"
+    other.write_text(source.replace("float s = 0.f;", "float s = 0.0f;"))
+    space.add_kernel("llm2", other, generic=False)
+    recorded, unrecorded, changed = executor.evaluate([
+        Candidate.make("llm1", {"BLOCK": "256", "VEC": "4", "ROWS_PER_BLOCK": "2"}),
+        Candidate.make("llm1", {"BLOCK": "256", "VEC": "4", "ROWS_PER_BLOCK": "8"}),
+        Candidate.make("llm2", {"BLOCK": "256", "VEC": "4", "ROWS_PER_BLOCK": "1"})])
+    twin = executor.records[Candidate.make("rowblock", {"BLOCK": "256", "VEC": "4", "ROWS_PER_BLOCK": "2"})]
+    assert recorded[0].timing == twin.outcome.timing
+    assert unrecorded[0].status is Status.not_run and "not run" in unrecorded[0].message
+    assert changed[0].status is Status.not_run  # compiled here for real, never measured

@@ -15,8 +15,7 @@ RECENT_FAILURES = 3
 LOG_CHARS = 1200
 
 
-def prompt_context(task: Task, space: Space, state: SearchState, parent: Candidate, arch: str,
-                   learned: list[str]) -> dict:
+def prompt_context(task: Task, space: Space, state: SearchState, parent: Candidate, learned: list[str]) -> dict:
     """Variables of the planner and specialist prompts."""
     parent_attempt = next((a for a in state.attempts if a.candidate == parent), None)
     rules = [f"{rule.as_dont()} (pruned {rule.pruned} proposals)" for rule in state.kb.rules] + learned
@@ -35,8 +34,7 @@ def prompt_context(task: Task, space: Space, state: SearchState, parent: Candida
     }
 
 
-def repair_context(task: Task, space: Space, state: SearchState, failed: Attempt, arch: str,
-                   learned: list[str]) -> dict:
+def repair_context(task: Task, space: Space, state: SearchState, failed: Attempt, learned: list[str]) -> dict:
     """Variables of the repair prompt for a failed attempt (each template takes what it needs)."""
     o = failed.outcome
     context = {"task": task_context(task), "source": space.kernels[failed.candidate.kernel].kernel.source,

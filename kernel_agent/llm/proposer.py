@@ -85,7 +85,7 @@ class LLMProposer:
     def propose(self, state: SearchState, role: str, parent: Candidate) -> Proposal | None:
         """Ask the planner (a new structure) or a specialist (its area) for a kernel derived from parent."""
         template = "planner.j2" if role == "planner" else f"specialist_{role}.j2"
-        context = prompt_context(self.task, self.space, state, parent, self.arch, self._rules())
+        context = prompt_context(self.task, self.space, state, parent, self._rules())
         return self._ask(render(template, **context), role, 0, parent)
 
     def next_repair(self, state: SearchState) -> Proposal | None:
@@ -94,7 +94,7 @@ class LLMProposer:
             origin = self.origins[failed.candidate.kernel]
             if origin.round >= MAX_REPAIRS:
                 continue
-            context = repair_context(self.task, self.space, state, failed, self.arch, self._rules())
+            context = repair_context(self.task, self.space, state, failed, self._rules())
             template = f"repair_{failed.outcome.status.value}.j2"
             return self._ask(render(template, **context), origin.role, origin.round + 1, failed.candidate)
         return None

@@ -36,8 +36,8 @@ def config_file(tmp_path, **values):
     return path
 
 
-def optimize(task, out, url, config, *extra):
-    args = ["optimize", str(task), "--executor", "replay", "--recording", str(RECORDING), "--out", str(out),
+def optimize(task, out, url, config, *extra, recording=RECORDING):
+    args = ["optimize", str(task), "--executor", "replay", "--recording", str(recording), "--out", str(out),
             "--llm", "test-model", "--llm-base-url", url, *map(str, extra)]
     return CliRunner().invoke(app, args, env={"KAGENT_CONFIG": str(config), "OPENAI_API_KEY": ""})
 
@@ -125,7 +125,8 @@ def test_recorded_model_answers_drive_the_loop_the_same_way(tmp_path, fixture):
                      completion_tokens=c["completion_tokens"]) for c in calls]
     config = config_file(tmp_path, timeout_s=5.0, max_attempts=1)
     with FakeOpenAI(script, repeat_last=False) as server:
-        result = optimize(ROOT / meta["task"], tmp_path / "out", server.base_url, config, *meta["args"])
+        result = optimize(ROOT / meta["task"], tmp_path / "out", server.base_url, config, *meta["args"],
+                          recording=RECORDING.parent / f"{meta['task_name']}.json")
     assert result.exit_code == 0, result.output
     (run_dir,) = (tmp_path / "out" / meta["task_name"]).iterdir()
     again = [json.loads(line) for line in (run_dir / "trajectory.jsonl").read_text().splitlines()]

@@ -32,6 +32,16 @@ def _private_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("KAGENT_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
 
 
+@pytest.fixture(autouse=True)
+def _no_llm_from_the_machine(tmp_path_factory, monkeypatch):
+    """No LLM endpoint or config of the machine running the tests leaks into them."""
+    for name in ("KAGENT_LLM_MODEL", "KAGENT_LLM_TOKEN_BUDGET", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    empty = tmp_path_factory.getbasetemp() / "no-llm.toml"
+    empty.write_text("")
+    monkeypatch.setenv("KAGENT_CONFIG", str(empty))
+
+
 @pytest.fixture(scope="session")
 def layernorm():
     from kernel_agent.task import load_task

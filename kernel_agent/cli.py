@@ -252,7 +252,8 @@ def optimize(
     A planner picks which specialist (launch, memory, compute, reduction) acts on which parent; the
     specialists learn from rank rewards; failures become rules that prune later proposals. Writes
     OUT/TASK/RUN/ with best.cu, report.md, progress.png and attempts.jsonl. Without a GPU, replays the
-    task's recorded H200 sweep and says so. Ctrl-C loses nothing: --resume RUN continues.
+    task's recorded H200 sweep and says so. Ctrl-C loses nothing: --resume RUN continues. With an LLM
+    (--llm or KAGENT_LLM_MODEL), it also writes and repairs kernels; see the README.
     """
     from .optimize.executors import ExecutorError
     from .optimize.runner import RunConfig
@@ -372,8 +373,10 @@ def suite_table(
     device: int = typer.Option(0, help="GPU index."),
     budget_ms: float = typer.Option(400.0, help="Time spent in timed launches per kernel."),
 ) -> None:
-    """One row per task with a recorded sweep: the baseline, the sweep's best variant and its knobs,
-    speedup, roofline fraction and the library function — re-measured side by side in this run.
+    """The suite's table: baseline, best recorded variant, speedup, roofline, library function.
+
+    One row per task with a recorded sweep: the sweep's best variant and its knobs, re-measured beside
+    the baseline and the library function in one run.
 
     With --recorded, prints the sweeps' own figures (each candidate was timed alone; the baseline and
     the library function once, at the start of the sweep).

@@ -23,7 +23,7 @@ def prompt_context(task: Task, space: Space, state: SearchState, parent: Candida
                 for a in state.attempts if a.ms is None and a.outcome.status.value != "not_run"][-RECENT_FAILURES:]
     return {
         "task": task_context(task),
-        "parent_source": space.build(parent).source,
+        "parent_source": parent_view(space, parent),
         "parent_outcome": _summary(parent_attempt.outcome) if parent_attempt else "not measured yet",
         "roofline": _roofline(state),
         "best": [{"rank": i + 1, "label": a.candidate.label(), "ms": round(a.ms, 4),
@@ -52,6 +52,22 @@ def repair_context(task: Task, space: Space, state: SearchState, failed: Attempt
         context["size"] = o.mismatch.size if o.mismatch and o.mismatch.size else ", ".join(o.sizes_checked[-1:]) \
             or "unknown"
     return context
+
+
+def parent_view(space: Space, parent: Candidate) -> str:
+    """The parent kernel as the model sees it and edits it: its generic edits applied, comment lines
+    dropped (directives kept). Expert kernels explain themselves at length; a 1.5B model given 4-6k
+    tokens of prompt copied the comments back until its answer was cut off."""
+    lines, blank = [], False
+    for line in space.build(parent).source.splitlines():
+        text = line.strip()
+        if text.startswith("//") and not text.startswith("// @kagent"):
+            continue
+        if not text and blank:
+            continue
+        blank = not text
+        lines.append(line)
+    return "\n".join(lines).strip() + "\n"
 
 
 def _summary(outcome: Outcome) -> str:

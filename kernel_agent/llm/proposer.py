@@ -86,7 +86,7 @@ class LLMProposer:
         """Ask the planner (a new structure) or a specialist (its area) for a kernel derived from parent."""
         template = "planner.j2" if role == "planner" else f"specialist_{role}.j2"
         context = prompt_context(self.task, self.space, state, parent, self._rules())
-        return self._ask(render(template, **context), role, 0, parent)
+        return self._ask(render(template, **context), role, 0, parent, context["parent_source"])
 
     def next_repair(self, state: SearchState) -> Proposal | None:
         while self.repairs and self.enabled:
@@ -96,13 +96,15 @@ class LLMProposer:
                 continue
             context = repair_context(self.task, self.space, state, failed, self._rules())
             template = f"repair_{failed.outcome.status.value}.j2"
-            return self._ask(render(template, **context), origin.role, origin.round + 1, failed.candidate)
+            # the file as written: the compiler's line numbers refer to it
+            return self._ask(render(template, **context), origin.role, origin.round + 1, failed.candidate,
+                             context["source"])
         return None
 
-    def _ask(self, prompt: str, role: str, round_: int, parent: Candidate | None) -> Proposal | None:
+    def _ask(self, prompt: str, role: str, round_: int, parent: Candidate, parent_source: str) -> Proposal | None:
+        """Ask; parse the answer against `parent_source` (the text the prompt showed); re-ask once."""
         if not self.enabled:
             return None
-        parent_source = self.space.kernels[parent.kernel].kernel.source if parent else ""
         messages = [{"role": "system", "content": render("system.j2", arch=self.arch)},
                     {"role": "user", "content": prompt}]
         tally = self.tallies.setdefault((role, round_), Tally())

@@ -134,3 +134,19 @@ def test_recorded_model_answers_drive_the_loop_the_same_way(tmp_path, fixture):
     verdicts = lambda rs: [(r["kernel"], r["status"]) for r in rs if r["type"] == "result"]  # noqa: E731
     assert shape(again) == shape(rows)
     assert verdicts(again) == verdicts(rows)
+
+
+def test_the_model_sees_and_edits_the_parent_without_its_comment_lines(tmp_path):
+    from kernel_agent.llm.answers import parse_answer
+    from kernel_agent.llm.context import parent_view
+    from kernel_agent.optimize.space import Space
+    from kernel_agent.task import load_task
+
+    space = Space.of_task(load_task(ROOT / "tasks" / "layernorm.yaml"), generic=False)
+    view = parent_view(space, space.default("rowblock"))
+    assert "// @kagent entry: layernorm" in view and "// @kagent knob VEC [memory]: 4 1 2" in view
+    assert "// Expert layernorm" not in view and "\n\n\n" not in view
+    assert len(view) < 0.8 * len(ROWBLOCK)
+    edit = "<<<<<<< SEARCH\n// @kagent knob VEC [memory]: 4 1 2\n=======\n// @kagent knob VEC [memory]: 4 2\n>>>>>>> REPLACE\n"
+    parsed = parse_answer(edit, view)
+    assert parsed.source is not None and "// @kagent knob VEC [memory]: 4 2" in parsed.source

@@ -9,7 +9,7 @@ from pathlib import Path
 from sandbox import GpuWorker, Outcome, Settings
 
 from .check import check
-from .sweep import SweepCache, best
+from .sweep import SweepCache, best, candidates
 from .task import Task, discover, load_task
 
 
@@ -53,19 +53,9 @@ def row(task: Task, cache: SweepCache, worker: GpuWorker | None, settings: Setti
     top = best(cache)
     if top is None:
         return None
-    expected = sum(1 for _ in _space(task))
+    expected = len(candidates(task))
     if worker is None:
-        outcome = top.outcome.model_copy(deep=True)
-        baseline = next(r for r in cache.records if r.kernel == "baseline")
-        outcome.baseline_timing, outcome.library_timing = baseline.outcome.timing, baseline.outcome.library_timing
-        if outcome.library_timing and outcome.timing:
-            outcome.library_speedup = outcome.library_timing.median_ms / outcome.timing.median_ms
+        outcome = cache.beside_baseline(top)
     else:
         outcome = check(task, task.root / top.file, top.knobs, worker=worker, settings=settings)
     return Row(task.name, top.kernel, top.knobs, outcome, len(cache.records), len(cache.records) >= expected)
-
-
-def _space(task: Task):
-    from .sweep import candidates
-
-    return candidates(task)

@@ -51,6 +51,16 @@ class SweepCache(BaseModel):
     def done(self) -> set[str]:
         return {r.outcome.candidate_id for r in self.records}
 
+    def beside_baseline(self, record: SweepRecord) -> Outcome:
+        """A recorded outcome with the sweep's baseline and library timings attached (each was timed
+        once, at the start of the sweep, not beside this candidate)."""
+        outcome = record.outcome.model_copy(deep=True)
+        baseline = next(r for r in self.records if r.kernel == "baseline")
+        outcome.baseline_timing, outcome.library_timing = baseline.outcome.timing, baseline.outcome.library_timing
+        if outcome.timing and outcome.library_timing:
+            outcome.library_speedup = outcome.library_timing.median_ms / outcome.timing.median_ms
+        return outcome
+
 
 def candidates(task: Task, variant: str | None = None) -> list[tuple[str, Kernel]]:
     """(label, kernel with knobs chosen) for every combination; the baseline always comes first, since

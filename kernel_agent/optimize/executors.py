@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from sandbox import GpuWorker, Outcome, Settings, Status, Timing, ceilings, compile_many
+from sandbox import GpuWorker, Outcome, Settings, Status, Timing, compile_many
 
 from ..check import baseline_program, compile_and_plan, run
 from ..sweep import SweepCache
@@ -35,14 +35,9 @@ class GpuExecutor:
 
     def __init__(self, task: Task, space: Space, worker: GpuWorker, arch: str, settings: Settings):
         self.task, self.space, self.worker, self.arch, self.settings = task, space, worker, arch, settings
-        self.baseline_timing: Timing | None = None
-        self.library_timing: Timing | None = None
-        self.ceilings: dict = {}
-        self.gpu = None
+        self.baseline_timing: Timing | None = None  # every candidate's speedup is against it
 
     def start(self) -> Outcome:
-        self.gpu = self.worker.info or self.worker.start()
-        self.ceilings = {k: v for k, v in ceilings(self.worker).items() if k != "device"}
         outcome, prog = compile_and_plan("baseline", self.task, self.space.build(self.space.default("baseline")),
                                          self.arch)
         if prog is None:
@@ -50,7 +45,7 @@ class GpuExecutor:
         outcome = run(self.task, outcome, prog, self.worker, self.settings, with_library=True)
         if outcome.timing is None:
             raise ExecutorError(f"the task's baseline failed: {outcome.message}")
-        self.baseline_timing, self.library_timing = outcome.timing, outcome.library_timing
+        self.baseline_timing = outcome.timing
         return outcome
 
     def evaluate(self, candidates: list[Candidate]) -> list[tuple[Outcome, float]]:
@@ -99,11 +94,6 @@ class ReplayExecutor:
                 f"{recording} does not cover the task's space ({len(missing)} of {space.size} candidates "
                 f"unrecorded, e.g. {missing[0].label()}): the kernels changed or the sweep is incomplete; "
                 f"finish it with `kagent sweep {self.cache.task_file} --out {recording}`")
-        self.baseline_timing = Timing(**self.cache.baseline_timing) if self.cache.baseline_timing else None
-        baseline = self.records[space.default("baseline")]
-        self.library_timing = baseline.outcome.library_timing
-        self.ceilings = self.cache.ceilings or {}
-        self.gpu = self.cache.gpu
 
     def start(self) -> Outcome:
         return self.records[self.space.default("baseline")].outcome.model_copy(deep=True)
@@ -146,9 +136,5 @@ class ReplayExecutor:
         return outcome
 
     def final(self, candidate: Candidate) -> Outcome:
-        outcome = self.record_for(candidate).outcome.model_copy(deep=True)
-        outcome.baseline_timing, outcome.library_timing = self.baseline_timing, self.library_timing
-        if outcome.timing and self.library_timing:
-            outcome.library_speedup = self.library_timing.median_ms / outcome.timing.median_ms
-        return outcome
+        return self.cache.beside_baseline(self.record_for(candidate))
 

@@ -10,7 +10,6 @@ the run: the proposer switches itself off and says why.
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -149,14 +148,13 @@ class LLMProposer:
             return {**{k: old[k] for k in keys}, "replayed": True}
         self.recorded = self.recorded[: self.calls - 1]  # the run went another way: ask from here on
         try:
-            started = time.monotonic()
             c = self.client.complete(messages)
         except LLMError as exc:
             self.enabled, self.disabled_reason = False, str(exc)
             self.notice(f"LLM failed ({exc}); continuing with the offline specialists only")
             return None
         return {"text": c.text, "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens,
-                "finish_reason": c.finish_reason, "seconds": round(time.monotonic() - started, 3)}
+                "finish_reason": c.finish_reason, "seconds": round(c.seconds, 3)}
 
     # -- learning from outcomes --------------------------------------------------------------
 

@@ -85,7 +85,7 @@ def search(config: RunConfig, space: Space, executor, strategy: Strategy, run_di
     baseline = executor.start()
     first = previous.get(1) or Attempt(1, space.default("baseline"), baseline, 0.0, note="baseline")
     result = RunResult(config, state, baseline, None, "budget spent", 0.0, resumed_attempts=len(previous))
-    _record(config, executor, state, journal, store, [first], fresh=1 not in previous, result=result)
+    _record(config, executor, state, journal, store, [first], result, reused={1} & set(previous))
     while len(state.attempts) < config.budget:
         if config.time_limit_s is not None and time.monotonic() - started > config.time_limit_s:
             result.stopped = f"time limit ({config.time_limit_s:.0f} s)"
@@ -116,8 +116,7 @@ def search(config: RunConfig, space: Space, executor, strategy: Strategy, run_di
         rewards = rank_rewards([a.outcome for a in judged], best_before, [state.time_of(a.parent) for a in judged])
         for attempt, reward in zip(judged, rewards):
             attempt.reward = reward
-        _record(config, executor, state, journal, store, batch, fresh=True, result=result,
-                reused={a.number for a in reused.values()})
+        _record(config, executor, state, journal, store, batch, result, reused=set(reused))
         strategy.observe(state, batch)
         if on_batch:
             on_batch(state, batch)
@@ -132,7 +131,8 @@ def search(config: RunConfig, space: Space, executor, strategy: Strategy, run_di
 
 
 def _record(config, executor, state: SearchState, journal: Journal, store: Store, batch: list[Attempt],
-            fresh: bool, result: RunResult, reused: set[int] = frozenset()) -> None:
+            result: RunResult, reused: set[int]) -> None:
+    """Add a batch to the state and the store; journal the attempts that were not in the journal."""
     for attempt in batch:
         best = state.best()
         improved = attempt.ms is not None and (best is None or attempt.ms < best.ms)
@@ -143,7 +143,7 @@ def _record(config, executor, state: SearchState, journal: Journal, store: Store
         if attempt.outcome.status is not Status.ok:
             status = attempt.outcome.status.value
             result.failures[status] = result.failures.get(status, 0) + 1
-        if fresh and attempt.number not in reused:
+        if attempt.number not in reused:
             result.evaluated += 1
             journal.append(attempt)
         store.add(config.run_id, config.task, config.arch, executor.name, attempt)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import random
 from dataclasses import dataclass, field
@@ -101,8 +102,6 @@ class Space:
 
     def all(self):
         """Every candidate, kernel by kernel in declaration order (the exhaustive order)."""
-        import itertools
-
         for label, ks in self.kernels.items():
             names = list(ks.knobs)
             for values in itertools.product(*(ks.knobs[n].values for n in names)):

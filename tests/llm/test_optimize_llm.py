@@ -36,8 +36,8 @@ def config_file(tmp_path, **values):
     return path
 
 
-def optimize(task, out, url, config, *extra, recording=RECORDING):
-    args = ["optimize", str(task), "--executor", "replay", "--recording", str(recording), "--out", str(out),
+def optimize(task, out, url, config, *extra, recording=RECORDING, executor="replay"):
+    args = ["optimize", str(task), "--executor", executor, "--recording", str(recording), "--out", str(out),
             "--llm", "test-model", "--llm-base-url", url, *map(str, extra)]
     return CliRunner().invoke(app, args, env={"KAGENT_CONFIG": str(config), "OPENAI_API_KEY": ""})
 

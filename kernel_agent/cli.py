@@ -6,6 +6,7 @@ suspect timing); 2 bad input (task, kernel file, knob, flag); 3 the environment 
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import List, Optional
@@ -15,7 +16,7 @@ from rich.console import Console
 
 from sandbox import (
     DirectiveError, GpuWorker, SandboxError, Settings, Status, ToolchainError, ceilings, compile_source,
-    detect_arch, include_dirs, nvrtc_version, target_arch,
+    detect_arch, gpu_count, include_dirs, nvrtc_version, target_arch,
 )
 
 from .check import BaselineError, check
@@ -27,8 +28,8 @@ from .task import TaskError, discover, load_task
 from .validate import validate_task
 
 app = typer.Typer(help="kagent: write, repair and tune CUDA C kernels, proven correct on a real GPU.",
-                  no_args_is_help=True, add_completion=False)
-tasks_app = typer.Typer(help="Work with task files.", no_args_is_help=True)
+                  no_args_is_help=True, add_completion=False, rich_markup_mode="markdown")
+tasks_app = typer.Typer(help="Work with task files.", no_args_is_help=True, rich_markup_mode="markdown")
 app.add_typer(tasks_app, name="tasks")
 console = Console()
 errors = Console(stderr=True)
@@ -302,8 +303,6 @@ def _llm_settings(model: str | None, base_url: str | None, budget: int | None, e
 
 def _optimize_progress(config):
     """A live line: evaluations, best speedup, failures by class, the specialist acting."""
-    import contextlib
-
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     @contextlib.contextmanager
@@ -363,6 +362,141 @@ def _show_optimize_summary(result, run_dir: Path) -> None:
     console.print(f"wrote {run_dir}/best.cu, report.md, progress.png, attempts.jsonl")
     if final is None or final.timing is None:
         raise typer.Exit(1)
+
+
+@app.command()
+def bench(
+    paths: Optional[List[Path]] = typer.Argument(None, help="Suite folders or task files, e.g. tasks/level1 (not needed with --resume)."),
+    optimize_tasks: bool = typer.Option(False, "--optimize", help="Run `kagent optimize` on each task within --budget."),
+    budget: int = typer.Option(40, help="Evaluations per task with --optimize, the baseline included."),
+    kernels: Optional[Path] = typer.Option(None, help="Folder of ready-made kernels, one TASK.cu per task "
+                                           "(to score kernels another system wrote)."),
+    gpus: Optional[str] = typer.Option(None, help="GPU indices to spread the tasks over, e.g. 0,1 [default: every visible GPU]."),
+    resume: Optional[str] = typer.Option(None, help="Continue an interrupted bench (its folder or run id): finished tasks are skipped."),
+    out: Path = typer.Option(Path("results/bench"), help="Folder for benches (OUT/RUN/)."),
+    executor: str = typer.Option("auto", help="gpu (measure now), replay (the recorded H200 sweeps), or auto: the GPUs if there are any."),
+    strategy: str = typer.Option("agent", help="Search strategy with --optimize (agent, random, exhaustive, evolutionary)."),
+    seed: int = typer.Option(0, help="Seed of each task's search."),
+    budget_ms: float = typer.Option(200.0, help="Time spent in timed launches per kernel (GPU)."),
+    llm: Optional[str] = typer.Option(None, "--llm", help="Model name for --optimize [default: KAGENT_LLM_MODEL or the config file's]."),
+    llm_base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint [default: OPENAI_BASE_URL]."),
+    no_llm: bool = typer.Option(False, "--no-llm", help="Offline specialists only, even if an LLM is configured."),
+) -> None:
+    """Evaluate a suite and report what people publish: correctness, fast_p, geomean speedups.
+
+    With neither --optimize nor --kernels, each task's kernels are evaluated as written (the fastest
+    correct variant stands for the task). Tasks are spread over the GPUs, one worker each; a crashing
+    or hanging kernel costs only its task. Writes OUT/RUN/ with report.md, results.json, results.csv,
+    speedups.png and one file per finished task, so Ctrl-C loses nothing: --resume RUN continues.
+    Without a GPU, replays the recorded H200 sweeps and says so.
+    """
+    from .bench.config import (BenchConfig, BenchInputError, NoGpuError, bench_folder, find_bench, new_config,
+                               parse_gpus)
+    from .bench.runner import Bench
+
+    run_dir = bench_run = None
+    try:
+        if resume:
+            run_dir = find_bench(out, resume)
+            config = BenchConfig.load(run_dir)
+            if gpus is not None and config.executor == "gpu":
+                config.gpus = parse_gpus(gpus, gpu_count())
+                config.save(run_dir)
+            console.print(f"resuming {config.run_id} ({config.mode}, {config.executor})")
+        else:
+            if optimize_tasks and kernels is not None:
+                _fail(2, "--optimize and --kernels do different things: choose one")
+            mode = "optimize" if optimize_tasks else "kernels" if kernels is not None else "as-written"
+            llm_settings = {} if no_llm or mode != "optimize" else _llm_settings(llm, llm_base_url, None, 2)
+            config = new_config([str(p) for p in paths or []], mode, kernels, budget, strategy, seed, executor, gpus,
+                                budget_ms, llm_settings, notice=lambda text: errors.print(f"[yellow]{text}[/]"))
+            run_dir = bench_folder(out, config)
+        with _sigterm_as_interrupt(), _bench_progress(config, run_dir) as (on_event, on_result, notice):
+            bench_run = Bench(config, run_dir, on_event, on_result, notice)
+            results = bench_run.run()
+    except (BenchInputError, TaskError, OptimizeInputError, LLMConfigError) as exc:
+        _fail(2, str(exc))
+    except (NoGpuError, ToolchainError, SandboxError) as exc:
+        _fail(3, str(exc))
+    except KeyboardInterrupt:
+        if bench_run is not None:
+            bench_run.write_report()
+        errors.print(f"interrupted: every finished task is kept; continue with --resume {run_dir}")
+        raise typer.Exit(130) from None
+    _show_bench_summary(results, run_dir)
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """A `timeout` or a batch scheduler's SIGTERM stops the command the way Ctrl-C does."""
+    import signal
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _bench_progress(config, run_dir: Path):
+    """One bar for the suite, one line per GPU (its current task)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    @contextlib.contextmanager
+    def show():
+        from .bench.config import finished, suite_tasks
+
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        total = len(suite_tasks(config.paths))
+        with Progress(*columns, console=console, transient=False) as progress:
+            bar = progress.add_task(f"bench ({config.mode}, {config.executor})", total=total,
+                                    completed=len(finished(run_dir)))
+            lanes = {}
+
+            def on_event(lane, text):
+                if lane not in lanes:
+                    lanes[lane] = progress.add_task(f"  {lane}: {text}", total=None)
+                progress.update(lanes[lane], description=f"  {lane}: {text}")
+
+            def on_result(result):
+                speed = f", {result.speedup:.2f}x" if result.speedup else ""
+                progress.console.print(f"{result.task}: {result.status.value}{speed} ({result.wall_s:.0f} s)",
+                                       highlight=False)
+                progress.advance(bar)
+
+            def notice(text):
+                progress.console.print(f"[yellow]{text}[/]", highlight=False)
+
+            yield on_event, on_result, notice
+
+    return show()
+
+
+def _show_bench_summary(results, run_dir: Path) -> None:
+    from rich.table import Table
+
+    from .bench.results import metrics
+
+    table = Table(title=f"{len(results)} tasks")
+    for column in ("task", "status", "ms", "speedup", "vs library", "roofline"):
+        table.add_column(column)
+    for r in results:
+        table.add_row(r.task + (" (SUSPECT)" if r.suspect else ""), r.status.value,
+                      f"{r.time_ms:.4f}" if r.time_ms and r.correct else "-",
+                      f"{r.speedup:.2f}x" if r.speedup else "-",
+                      f"{r.library_speedup:.2f}x" if r.library_speedup else "-",
+                      f"{r.roofline_fraction:.1%}" if r.roofline_fraction else "-")
+    console.print(table)
+    m = metrics(results)
+    pct = lambda v: f"{v:.1%}" if v is not None else "-"  # noqa: E731
+    console.print(f"correct {pct(m.correctness)}; " + ", ".join(f"{k} {pct(v)}" for k, v in m.fast.items())
+                  + (f"; geomean speedup {m.geomean_speedup:.2f}x" if m.geomean_speedup else ""))
+    if m.replayed:
+        console.print(f"[yellow]replayed:[/] {m.replayed} of {m.tasks} tasks' timings are recordings, not measured now")
+    console.print(f"wrote {run_dir}/report.md, results.json, results.csv, speedups.png")
 
 
 @app.command("suite-table")

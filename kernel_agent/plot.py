@@ -1,7 +1,9 @@
-"""`progress.png` for an optimisation run, drawn with numpy and written as a PNG by hand (no matplotlib).
+"""Charts drawn with numpy and written as a PNG by hand (no matplotlib); text uses a built-in 5x7 font.
 
-The chart: x = evaluation number, y = best speedup so far (a blue step line), a dashed grey baseline at
-1.0x, and a small red cross along the bottom for every failed evaluation. Text uses a built-in 5x7 font.
+`progress.png` (an optimisation run): x = evaluation number, y = best speedup so far (a blue step line), a
+dashed grey baseline at 1.0x, and a small red cross along the bottom for every failed evaluation.
+`speedups.png` (a bench suite): one bar per task on a log scale from 1x, suspect bars orange, a red cross
+for every failed task.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ BASELINE = (140, 140, 140)
 TEXT = (60, 60, 60)
 BLUE = (31, 119, 180)
 RED = (214, 39, 40)
+ORANGE = (255, 127, 14)
 
 # 5x7 glyphs: seven rows of five bits each (0x10 = leftmost pixel), as 14 hex digits. Unknown = blank.
 # Each sits in a cell 9 rows high; those in _DESCENDERS sit two rows lower, below the baseline.
@@ -99,7 +102,7 @@ def _png_bytes(img: np.ndarray) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b"")
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes) -> None:
     """Write `data` to a temporary file beside `path`, then move it into place in one step."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -110,6 +113,38 @@ def _write_atomic(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+_write_atomic = write_atomic  # the older private name
+
+
+def _crosses(img: np.ndarray, xs: list[int], bottom: int) -> None:
+    """A 7x7 red cross at each column in `xs`, its lowest row just above row `bottom`."""
+    xs = np.array(xs, dtype=int)
+    if xs.size:
+        d = np.arange(-3, 4)
+        rows = np.broadcast_to(bottom - 7 + d, (xs.size, d.size))
+        for cols in (xs[:, None] + d, xs[:, None] - d, xs[:, None] + d + 1, xs[:, None] - d + 1):
+            img[rows, np.clip(cols, 0, img.shape[1] - 1)] = RED
+
+
+def _title(img: np.ndarray, title: str, top: int) -> None:
+    """`title` centred in the band above row `top`: scale 2 when it fits, else scale 1, cut to the width."""
+    if title:
+        width = img.shape[1]
+        scale = 2 if len(title) * 12 <= width - 20 else 1
+        mask = _text_mask(title[: (width - 20) // (6 * scale)], scale)
+        _blit(img, mask, (width - mask.shape[1]) // 2, (top - mask.shape[0]) // 2, TEXT)
+
+
+def _axis_names(img: np.ndarray, x_name: str, y_name: str, left: int, right: int, top: int, bottom: int,
+                x_row: int) -> None:
+    """The x axis name centred under the plot at row `x_row`, the y axis name rotated at the left edge."""
+    if x_name:
+        mask = _text_mask(x_name, 2)
+        _blit(img, mask, (left + right - mask.shape[1]) // 2, x_row, TEXT)
+    mask = np.rot90(_text_mask(y_name, 2))
+    _blit(img, mask, 8, (top + bottom - mask.shape[0]) // 2, TEXT)
 
 
 def render(best_speedups: list[float | None], failures: list[bool], title: str = "") -> np.ndarray:
@@ -161,23 +196,11 @@ def render(best_speedups: list[float | None], failures: list[bool], title: str =
             img[y - 3:y + 3, x - 3:x + 3] = BLUE
 
     # Failures: a 7x7 red cross each, along the bottom of the plot.
-    xs = np.array([px(i + 1) for i, failed in enumerate(failures) if failed], dtype=int)
-    if xs.size:
-        d = np.arange(-3, 4)
-        rows = np.broadcast_to(BOTTOM - 7 + d, (xs.size, d.size))
-        for cols in (xs[:, None] + d, xs[:, None] - d, xs[:, None] + d + 1, xs[:, None] - d + 1):
-            img[rows, np.clip(cols, 0, WIDTH - 1)] = RED
+    _crosses(img, [px(i + 1) for i, failed in enumerate(failures) if failed], BOTTOM)
 
     # Axis names, the title, and a note when nothing is correct yet.
-    mask = _text_mask("evaluations", 2)
-    _blit(img, mask, (LEFT + RIGHT - mask.shape[1]) // 2, BOTTOM + 32, TEXT)
-    mask = np.rot90(_text_mask("best speedup", 2))
-    _blit(img, mask, 8, (TOP + BOTTOM - mask.shape[0]) // 2, TEXT)
-    if title:
-        scale = 2 if len(title) * 12 <= WIDTH - 20 else 1
-        title = title[: (WIDTH - 20) // (6 * scale)]
-        mask = _text_mask(title, scale)
-        _blit(img, mask, (WIDTH - mask.shape[1]) // 2, (TOP - mask.shape[0]) // 2, TEXT)
+    _axis_names(img, "evaluations", "best speedup", LEFT, RIGHT, TOP, BOTTOM, BOTTOM + 32)
+    _title(img, title, TOP)
     if not vals:
         mask = _text_mask("no correct kernel yet", 2)
         _blit(img, mask, (LEFT + RIGHT - mask.shape[1]) // 2, (TOP + BOTTOM) // 2 - 40, AXIS)
@@ -188,4 +211,72 @@ def progress_png(path: Path, best_speedups: list[float | None], failures: list[b
     """Write a PNG line chart: x = evaluation number (1..N), y = best speedup so far (None = nothing correct yet, not drawn).
     A failed evaluation (failures[i] True) is marked with a small red cross at the bottom of the plot at its x.
     """
-    _write_atomic(Path(path), _png_bytes(render(best_speedups, failures, title)))
+    write_atomic(Path(path), _png_bytes(render(best_speedups, failures, title)))
+
+
+# speedups.png: the plot area's left edge, top and bottom; the width grows so every bar gets BAR_SLOT px.
+BARS_HEIGHT, BARS_TOP, BARS_BOTTOM, BAR_SLOT = 480, 40, 330, 14
+BAR_LABEL_CHARS = (BARS_HEIGHT - BARS_BOTTOM - 10) // 6  # a task name is cut to what fits below the plot
+
+
+def render_bars(labels: list[str], speedups: list[float | None], failed: list[bool], suspect: list[bool],
+                title: str = "") -> np.ndarray:
+    """The bar chart as an RGB uint8 array (see `speedup_bars_png`); at least WIDTH wide."""
+    n = len(labels)
+    right = max(RIGHT, LEFT + n * BAR_SLOT)
+    img = np.full((BARS_HEIGHT, right + WIDTH - RIGHT, 3), WHITE, dtype=np.uint8)
+    top, bottom, high, low = BARS_TOP, BARS_BOTTOM, BARS_TOP + 12, BARS_BOTTOM - 22
+    vals = [v for v in speedups if v is not None and math.isfinite(v) and v > 0]
+    lo = math.log10(min(1.0, *vals)) if vals else 0.0
+    hi = max(math.log10(max(1.0, *vals)) if vals else 0.0, lo + math.log10(2))  # at least a 2x span
+
+    def py(v: float) -> int:  # speedup -> row, log scale
+        return round(low - (math.log10(v) - lo) / (hi - lo) * (low - high))
+
+    slot = (right - LEFT) / max(n, 1)
+    centres = [round(LEFT + slot * (i + 0.5)) for i in range(n)]
+
+    # Decade grid lines (and the extreme values, when clear of them), a dashed 1x line, the axes.
+    ticks = [10.0 ** k for k in range(math.ceil(lo - 1e-9), math.floor(hi + 1e-9) + 1)]
+    for v in (max(vals, default=1.0), min(vals, default=1.0)):
+        if all(abs(py(v) - py(t)) >= 16 for t in ticks):
+            ticks.append(v)
+    for v in ticks:
+        img[py(v), LEFT:right] = GRID
+        scale = 2 if len(_label(v)) <= 5 else 1
+        mask = _text_mask(_label(v), scale)
+        _blit(img, mask, LEFT - 6 - mask.shape[1], py(v) - 7 * scale // 2, TEXT)
+    dashes = np.arange(LEFT, right)
+    img[py(1.0), dashes[(dashes - LEFT) % 8 < 4]] = BASELINE
+    img[top:bottom + 1, LEFT] = AXIS
+    img[bottom, LEFT:right + 1] = AXIS
+
+    # Bars from 1x up (or down) to the speedup, at least 2 px tall; suspect ones orange.
+    half = max(1, round(slot * 0.3))
+    for x, v, odd in zip(centres, speedups, suspect):
+        if v is not None and math.isfinite(v) and v > 0:
+            y0, y1 = sorted((py(1.0), py(v)))
+            img[y0 - 1:max(y1, y0 + 1), x - half:x + half] = ORANGE if odd else BLUE
+    _crosses(img, [x for x, f in zip(centres, failed) if f], bottom)
+
+    # Task names, rotated, ending just under the axis; axis name, title, a note when nothing was timed.
+    for x, label in zip(centres, labels):
+        mask = np.rot90(_text_mask(label[:BAR_LABEL_CHARS]))
+        _blit(img, mask, x - 4, bottom + 6, TEXT)
+    _axis_names(img, "", "speedup (log)", LEFT, right, top, bottom, 0)
+    _title(img, title, top)
+    if any(suspect):
+        mask = _text_mask("orange: suspect, faster than the roofline")
+        _blit(img, mask, right - mask.shape[1], top - 12, ORANGE)
+    if not vals:
+        mask = _text_mask("no correct timed task", 2)
+        _blit(img, mask, (LEFT + right - mask.shape[1]) // 2, (top + bottom) // 2 - 40, AXIS)
+    return img
+
+
+def speedup_bars_png(path: Path, labels: list[str], speedups: list[float | None], failed: list[bool],
+                     suspect: list[bool], title: str = "") -> None:
+    """Write a PNG bar chart: one bar per task (labels[i]) from 1x to speedups[i] on a log scale (None: no bar).
+    A failed task (failed[i]) gets a red cross at the bottom; a suspect one (suspect[i]) an orange bar.
+    """
+    write_atomic(Path(path), _png_bytes(render_bars(labels, speedups, failed, suspect, title)))

@@ -17,13 +17,13 @@ from .launch import LaunchPlanError, plan
 from .outcome import KernelResources, Mismatch, Outcome, Roofline, Status, Timing, trim_log
 from .probe import trivial_passes
 from .problem import Buffer, Init, Program, Request, Settings, SizeCase
-from .toolchain import ToolchainError, detect_arch, include_dirs, nvrtc_version, target_arch
+from .toolchain import ToolchainError, detect_arch, gpu_count, include_dirs, nvrtc_version, target_arch
 
 __all__ = [
     "Buffer", "CompileResult", "DTYPES", "DirectiveError", "Directives", "ExprError", "GpuWorker",
     "Init", "KernelResources", "Knob", "LaunchPlanError", "Mismatch", "Outcome", "Program", "Request",
     "Roofline", "SPECIALISTS", "SandboxError", "Settings", "SizeCase", "Status", "Timing",
-    "ToolchainError", "ceilings", "compile_many", "compile_source", "detect_arch", "evaluate",
+    "ToolchainError", "ceilings", "compile_many", "compile_source", "detect_arch", "evaluate", "gpu_count",
     "evaluate_int", "expr_names", "include_dirs", "nvrtc_version", "outcome_from_reply",
     "parse_directives", "plan", "roofline", "target_arch", "trim_log", "trivial_passes",
 ]

@@ -116,7 +116,8 @@ def compile_many(jobs: list[dict], processes: int | None = None) -> list[Compile
     """Compile several sources in a process pool, one NVRTC call per process at a time."""
     if len(jobs) <= 1 or processes == 1:
         return [compile_source(**job) for job in jobs]
-    with ProcessPoolExecutor(max_workers=processes or os.cpu_count()) as pool:
+    workers = min(len(jobs), processes or os.cpu_count() or 1)
+    with ProcessPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(compile_source, **job) for job in jobs]
         return [f.result() for f in futures]
 

@@ -84,6 +84,20 @@ def detect_arch(device: int = 0) -> str | None:
         return None
 
 
+def gpu_count() -> int:
+    """CUDA devices visible to this process (0 without a driver or a GPU); creates no context."""
+    try:
+        from cuda.bindings import driver
+
+        (err,) = driver.cuInit(0)
+        if int(err) != 0:
+            return 0
+        err, count = driver.cuDeviceGetCount()
+        return int(count) if int(err) == 0 else 0
+    except Exception:  # no driver library: compile-only machine
+        return 0
+
+
 def target_arch(requested: str | None = None) -> str:
     """The architecture to compile for: the one asked for, else the GPU's, else sm_90."""
     if requested:

@@ -120,7 +120,8 @@ def _llm_proposer(config: RunConfig, task, space: Space, run_dir: Path, notice: 
 
 def execute(config: RunConfig, run_dir: Path, out: Path, device: int = 0, settings: Settings | None = None,
             on_start: Callable | None = None, on_batch: Callable | None = None,
-            notice: Callable[[str], None] = print) -> RunResult:
+            notice: Callable[[str], None] = print, worker: GpuWorker | None = None) -> RunResult:
+    """Run (or resume) the search; on a GPU, in `worker` if given (left open), else in a new one."""
     task = load_task(config.task_file)
     space = Space.of_task(task, generic=config.generic)
     pin_knobs(space, config.pins)
@@ -134,10 +135,11 @@ def execute(config: RunConfig, run_dir: Path, out: Path, device: int = 0, settin
     strategy = make_strategy(config.strategy, policies=policies, llm=llm, llm_every=config.llm_every) \
         if config.strategy == "agent" else make_strategy(config.strategy)
     store = Store(out / "kagent.sqlite")
-    worker = None
+    own_worker = None
     try:
         if config.executor == "gpu":
-            worker = GpuWorker(device)
+            if worker is None:
+                worker = own_worker = GpuWorker(device)
             executor = GpuExecutor(task, space, worker, config.arch, settings or Settings(budget_ms=200))
         else:
             executor = ReplayExecutor(task, space, Path(config.recording))
@@ -146,8 +148,8 @@ def execute(config: RunConfig, run_dir: Path, out: Path, device: int = 0, settin
         result = search(config, space, executor, strategy, run_dir, store, on_batch)
     finally:
         store.close()
-        if worker is not None:
-            worker.close()
+        if own_worker is not None:
+            own_worker.close()
     if config.strategy == "agent":
         policies.runs += 1
         policies.save(policy_path)

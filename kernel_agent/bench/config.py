@@ -1,0 +1,147 @@
+"""A bench's settings (saved as bench.json, so `--resume` continues it unchanged), its tasks, and the
+results it has finished."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from sandbox import gpu_count
+
+from ..optimize.strategies import STRATEGIES
+from ..plot import write_atomic
+from ..task import Task, discover, load_task
+from .results import TaskResult
+
+MODES = ("as-written", "kernels", "optimize")
+
+
+class BenchInputError(ValueError):
+    """Bad user input: the message says what to change (exit code 2)."""
+
+
+class BenchConfig(BaseModel):
+    """Everything that defines a bench; saved as bench.json so `--resume` continues it unchanged."""
+
+    run_id: str
+    paths: list[str] = Field(description="suite folders or task files, as given")
+    mode: str
+    kernels: str | None = None
+    budget: int = 40
+    strategy: str = "agent"
+    seed: int = 0
+    executor: str = Field(description="gpu or replay")
+    gpus: list[int] = Field(default_factory=list)
+    budget_ms: float = 200.0
+    llm: dict = Field(default_factory=dict)
+
+    def save(self, run_dir: Path) -> None:
+        write_atomic(run_dir / "bench.json", self.model_dump_json(indent=1).encode())
+
+    @classmethod
+    def load(cls, run_dir: Path) -> "BenchConfig":
+        return cls.model_validate_json((run_dir / "bench.json").read_text())
+
+
+def suite_tasks(paths: list[str]) -> list[tuple[Path, Task]]:
+    """Every task file under the paths, in order; a task name seen twice is kept once (the first)."""
+    found, names = [], set()
+    for path in paths:
+        if not Path(path).exists():
+            raise BenchInputError(f"{path}: no such task file or folder")
+        for file in discover(path):
+            task = load_task(file)
+            if task.name not in names:
+                names.add(task.name)
+                found.append((file, task))
+    if not found:
+        raise BenchInputError(f"no task files (*.yaml) under {', '.join(paths)}")
+    return found
+
+
+def finished(run_dir: Path) -> dict[str, TaskResult]:
+    folder = run_dir / "tasks"
+    return {p.stem: TaskResult.model_validate_json(p.read_text()) for p in sorted(folder.glob("*.json"))}
+
+
+
+
+EXECUTORS = ("auto", "gpu", "replay")
+
+
+def new_config(paths: list[str], mode: str, kernels: Path | None, budget: int, strategy: str, seed: int,
+               executor: str, gpus: str | None, budget_ms: float, llm: dict,
+               notice=print) -> BenchConfig:
+    """Check the user's choices (BenchInputError says what to change) and pick the lanes."""
+    if not paths:
+        raise BenchInputError("give a suite folder or task files, e.g. `kagent bench tasks/level1` (or --resume RUN)")
+    suite_tasks(paths)
+    if mode == "kernels" and (kernels is None or not kernels.is_dir()):
+        raise BenchInputError(f"--kernels {kernels}: not a folder (it should hold one TASK.cu per task)")
+    if budget < 1:
+        raise BenchInputError(f"--budget must be at least 1 evaluation, got {budget}")
+    if mode == "optimize" and strategy not in STRATEGIES:
+        raise BenchInputError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    if mode == "optimize" and llm.get("llm_model") and strategy != "agent":
+        raise BenchInputError(f"--llm drives the agent's planner and specialists: use --strategy agent, not {strategy}")
+    if executor not in EXECUTORS:
+        raise BenchInputError(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
+    visible = gpu_count()
+    devices = parse_gpus(gpus, visible)
+    if executor == "auto":
+        executor = "gpu" if visible else "replay"
+        if executor == "replay":
+            notice("no CUDA GPU found: replaying the recorded H200 sweeps (timings are recordings, not "
+                   "measurements of this run; kernels without a recording are only compiled)")
+    if executor == "gpu" and not visible:
+        raise NoGpuError("--executor gpu: no CUDA GPU found on this machine (try --executor replay)")
+    return BenchConfig(run_id=f"{mode}-{time.strftime('%Y%m%d-%H%M%S')}", paths=[str(p) for p in paths], mode=mode,
+                       kernels=str(kernels) if kernels else None, budget=budget, strategy=strategy, seed=seed,
+                       executor=executor, gpus=devices if executor == "gpu" else [], budget_ms=budget_ms, llm=llm)
+
+
+class NoGpuError(RuntimeError):
+    """The machine cannot do what was asked (exit code 3)."""
+
+
+def parse_gpus(text: str | None, visible: int) -> list[int]:
+    """`0,1,3` -> [0, 1, 3]; every visible GPU when not given."""
+    if text is None:
+        return list(range(visible))
+    try:
+        devices = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise BenchInputError(f"--gpus {text}: give GPU indices separated by commas, e.g. 0,1") from None
+    if not devices or len(set(devices)) != len(devices):
+        raise BenchInputError(f"--gpus {text}: give each GPU index once, e.g. 0,1")
+    if not visible:
+        raise NoGpuError(f"--gpus {text}: no CUDA GPU is visible on this machine (without one, leave --gpus out)")
+    unknown = [d for d in devices if d < 0 or d >= visible]
+    if unknown:
+        raise NoGpuError(f"--gpus {text}: this machine has {visible} visible GPU(s) (indices 0..{visible - 1}); "
+                         f"no GPU {', '.join(map(str, unknown))}")
+    return devices
+
+
+def bench_folder(out: Path, config: BenchConfig) -> Path:
+    folder, suffix = out / config.run_id, 1
+    while folder.exists():
+        suffix += 1
+        folder = out / f"{config.run_id}-{suffix}"
+    config.run_id = folder.name
+    try:
+        folder.mkdir(parents=True)
+    except OSError as exc:
+        raise BenchInputError(f"--out {out}: cannot write there ({exc.strerror or exc})") from None
+    config.save(folder)
+    return folder
+
+
+def find_bench(out: Path, resume: str) -> Path:
+    """A bench folder given as a path, or as a run id under OUT."""
+    for folder in (Path(resume), out / resume):
+        if (folder / "bench.json").is_file():
+            return folder
+    raise BenchInputError(f"--resume {resume}: no bench folder with a bench.json (looked at {resume} and {out / resume})")

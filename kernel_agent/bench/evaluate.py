@@ -1,0 +1,141 @@
+"""One task of a suite on one lane (a GPU, or the recorded H200 sweeps where there is none): its
+kernels as written, a ready-made kernel file, or the best kernel `kagent optimize` finds."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from sandbox import GpuWorker, Outcome, Settings, Status
+
+from ..check import check
+from ..kernel import KernelError
+from ..optimize.executors import ReplayExecutor
+from ..optimize.runner import RunConfig
+from ..optimize.session import RECORDINGS, execute, new_config, run_folder
+from ..optimize.space import Space
+from ..task import Task
+from .results import TaskResult
+
+REPLAY_ARCH = "sm_90"  # the recordings' GPU
+Notice = Callable[[str], None]
+
+
+@dataclass
+class Lane:
+    """Where tasks run: one GPU (its own worker process), or none (recordings, compile-only)."""
+
+    device: int | None
+    settings: Settings
+    worker: GpuWorker | None = None
+
+    @property
+    def name(self) -> str:
+        return f"gpu{self.device}" if self.device is not None else "replay"
+
+    def gpu(self) -> GpuWorker:
+        if self.worker is None:
+            self.worker = GpuWorker(self.device)
+        return self.worker
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.close()
+            self.worker = None
+
+
+def as_written(task: Task, level: str, lane: Lane) -> TaskResult:
+    """Each variant with the knob values its file declares (the baseline if there is none); the
+    fastest correct one stands for the task."""
+    started = time.perf_counter()
+    kernels = {label: path for label, path in task.kernel_paths().items() if label != "baseline"}
+    kernels = kernels or {"baseline": task.path(task.baseline)}
+    outcomes = {label: evaluate_file(task, label, path, lane) for label, path in kernels.items()}
+    correct = [label for label, (o, _) in outcomes.items() if o.status is Status.ok and o.timing]
+    label = min(correct, key=lambda c: outcomes[c][0].timing.median_ms) if correct else next(iter(outcomes))
+    outcome, replayed = outcomes[label]
+    return task_result(task, level, "as-written", f"{label} (as written)", outcome, lane, replayed,
+                       evaluations=len(outcomes), started=started)
+
+
+def ready_made(task: Task, level: str, folder: Path, lane: Lane) -> TaskResult:
+    """The file FOLDER/TASK.cu (written by another system), checked like any candidate."""
+    started = time.perf_counter()
+    path = folder / f"{task.name}.cu"
+    if not path.is_file():
+        outcome = Outcome(status=Status.not_run, message=f"no kernel file {path.name} in {folder}")
+        return task_result(task, level, "kernels", str(path), outcome, lane, False, evaluations=0, started=started)
+    outcome, replayed = evaluate_file(task, "kernel", path, lane)
+    return task_result(task, level, "kernels", str(path), outcome, lane, replayed, started=started)
+
+
+def optimized(task: Task, task_file: Path, level: str, lane: Lane, folder: Path, budget: int, strategy: str,
+              seed: int, llm: dict, notice: Notice, on_batch=None) -> TaskResult:
+    """`kagent optimize` within the budget; the winner re-measured beside the baseline and the library.
+    A run folder left by an interrupted bench is resumed from its journal."""
+    started = time.perf_counter()
+    earlier = sorted((folder / task.name).glob("*/run.json"))
+    if earlier:
+        run_dir = earlier[0].parent
+        config = RunConfig.load(run_dir)
+        config.budget = budget
+    else:
+        executor = "gpu" if lane.device is not None else "replay"
+        config = new_config(task_file, folder, strategy, seed, budget, 4, executor, None, None, True,
+                            lane.device or 0, notice, llm=llm)
+        run_dir = run_folder(folder, config)
+    worker = lane.gpu() if config.executor == "gpu" else None
+    result = execute(config, run_dir, folder, lane.device or 0, lane.settings, on_batch=on_batch, notice=notice,
+                     worker=worker)
+    best = result.best
+    outcome = result.final if result.final is not None else result.baseline
+    label = best.candidate.label() if best else "baseline"
+    kernel = f"{label} ({run_dir.relative_to(folder.parent)}/best.cu)"
+    return task_result(task, level, "optimize", kernel, outcome, lane, config.executor == "replay",
+                       evaluations=len(result.state.attempts), started=started)
+
+
+def evaluate_file(task: Task, label: str, path: Path, lane: Lane) -> tuple[Outcome, bool]:
+    """(outcome, replayed): measured beside the baseline and the library on a GPU; without one, the
+    recorded outcome of the same source, else compiled only (`not_run`)."""
+    try:
+        if lane.device is not None:
+            is_baseline = label == "baseline"
+            return check(task, None if is_baseline else path, worker=lane.gpu(), settings=lane.settings), False
+        return _replayed(task, label, path)
+    except KernelError as exc:  # a file without usable directives cannot be built as the task asks
+        return Outcome(status=Status.compile_error, message=str(exc)), False
+
+
+def _replayed(task: Task, label: str, path: Path) -> tuple[Outcome, bool]:
+    recording = RECORDINGS / f"{task.name}.json"
+    if not recording.exists():
+        outcome = check(task, path, arch=REPLAY_ARCH)
+        if outcome.status is Status.ok:
+            outcome.status = Status.not_run
+            outcome.message = "compiled; not run: no GPU here and no recorded sweep of this task"
+        return outcome, False
+    space = Space.of_task(task, generic=False)
+    executor = ReplayExecutor(task, space, recording)
+    if label not in space.kernels:  # a file from elsewhere: answered if its source was recorded
+        space.add_kernel(label, path, generic=False)
+    candidate = space.default(label)
+    ((outcome, _),) = executor.evaluate([candidate])
+    if outcome.status is not Status.ok:
+        return outcome, False
+    return executor.final(candidate), True
+
+
+def task_result(task: Task, level: str, mode: str, kernel: str, outcome: Outcome, lane: Lane, replayed: bool,
+                started: float, evaluations: int = 1) -> TaskResult:
+    ms = lambda timing: timing.median_ms if timing else None  # noqa: E731
+    time_ms = ms(outcome.timing)
+    fraction = outcome.roofline.fraction if outcome.roofline else None
+    return TaskResult(
+        task=task.name, level=level, family=task.family, mode=mode, kernel=kernel, status=outcome.status,
+        message=outcome.message, time_ms=time_ms, baseline_ms=ms(outcome.baseline_timing),
+        library_ms=ms(outcome.library_timing), roofline_ms=fraction * time_ms if fraction and time_ms else None,
+        evaluations=evaluations, wall_s=round(time.perf_counter() - started, 2), gpu=lane.device,
+        replayed=replayed)

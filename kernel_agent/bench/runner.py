@@ -1,0 +1,134 @@
+"""`kagent bench`: a suite's tasks spread over lanes (one per GPU), one result file per finished task
+(so an interrupted bench resumes where it stopped), then the report."""
+
+from __future__ import annotations
+
+import json
+import platform
+import queue
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+from sandbox import Outcome, SandboxError, Settings, Status, nvrtc_version
+
+from ..plot import write_atomic
+from ..task import Task
+from .config import BenchConfig, finished, suite_tasks
+from .evaluate import Lane, as_written, optimized, ready_made, task_result
+from .report import write_report
+from .results import TaskResult
+
+Event = Callable[[str, str], None]  # (lane name, what it is doing now)
+
+
+class Bench:
+    """Runs the tasks not finished yet: one thread per lane pulls from a shared queue. A task that fails
+    in any way (a crashing or hanging kernel, a broken baseline) costs only its own result."""
+
+    def __init__(self, config: BenchConfig, run_dir: Path, on_event: Event = lambda lane, text: None,
+                 on_result: Callable[[TaskResult], None] = lambda r: None,
+                 notice: Callable[[str], None] = print):
+        self.config, self.run_dir = config, run_dir
+        self.on_event, self.on_result, self.notice = on_event, on_result, notice
+        self.tasks = suite_tasks(config.paths)
+        settings = Settings(budget_ms=config.budget_ms)
+        devices = config.gpus if config.executor == "gpu" else [None]
+        self.lanes = [Lane(device, settings) for device in devices]
+        self.gpu_info: dict | None = None
+
+    def run(self) -> list[TaskResult]:
+        done = finished(self.run_dir)
+        todo: queue.Queue = queue.Queue()
+        for item in self.tasks:
+            if item[1].name not in done:
+                todo.put(item)
+        threads = [threading.Thread(target=self._lane_loop, args=(lane, todo), daemon=True) for lane in self.lanes]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            while thread.is_alive():  # a timed join keeps Ctrl-C working
+                thread.join(0.2)
+        return self.write_report()
+
+    def _lane_loop(self, lane: Lane, todo: queue.Queue) -> None:
+        if lane.device is not None:
+            try:
+                info = lane.gpu().start()
+            except SandboxError as exc:
+                self.notice(f"{lane.name}: its worker does not start ({exc}); the other lanes take its tasks")
+                return
+            self.gpu_info = self.gpu_info or info
+        try:
+            while True:
+                try:
+                    file, task = todo.get_nowait()
+                except queue.Empty:
+                    return
+                self.on_event(lane.name, f"{task.name} ({self.config.mode})")
+                result = self._one(lane, file, task)
+                write_atomic(self.run_dir / "tasks" / f"{task.name}.json", result.model_dump_json(indent=1).encode())
+                self.on_result(result)
+        finally:
+            lane.close()
+            self.on_event(lane.name, "done")
+
+    def _one(self, lane: Lane, file: Path, task: Task) -> TaskResult:
+        level = file.parent.name
+        started = time.perf_counter()
+        try:
+            if self.config.mode == "kernels":
+                return ready_made(task, level, Path(self.config.kernels), lane)
+            if self.config.mode == "optimize":
+                progress = lambda state, attempts: self.on_event(  # noqa: E731
+                    lane.name, f"{task.name} (optimize {len(state.attempts)}/{self.config.budget})")
+                return optimized(task, file, level, lane, self.run_dir / "optimize", self.config.budget,
+                                 self.config.strategy, self.config.seed, self.config.llm,
+                                 lambda text: self.notice(f"{task.name}: {text}"), progress)
+            return as_written(task, level, lane)
+        except Exception as exc:  # noqa: BLE001 - one task's failure must not stop the others
+            (self.run_dir / "tasks").mkdir(parents=True, exist_ok=True)
+            (self.run_dir / "tasks" / f"{task.name}.error.txt").write_text(traceback.format_exc())
+            lane.close()  # a fresh worker for the next task
+            outcome = Outcome(status=Status.runtime_error, message=f"{type(exc).__name__}: {exc}")
+            return task_result(task, level, self.config.mode, "-", outcome, lane, False, started=started,
+                               evaluations=0)
+
+    def write_report(self) -> list[TaskResult]:
+        done = finished(self.run_dir)
+        results = [done[task.name] for _, task in self.tasks if task.name in done]
+        title = f"kagent bench: {', '.join(self.config.paths)} ({self.config.mode})"
+        write_report(self.run_dir, results, self.environment(), title)
+        return results
+
+    def environment(self) -> dict:
+        env = {"run": self.config.run_id, "mode": self.config.mode, "executor": self.config.executor,
+               "python": platform.python_version(), "numpy": np.__version__, "nvrtc": nvrtc_version(),
+               "tasks": f"{len(finished(self.run_dir))} of {len(self.tasks)} finished"}
+        if self.config.mode == "optimize":
+            env["budget"] = f"{self.config.budget} evaluations per task ({self.config.strategy}, seed {self.config.seed})"
+        if self.config.executor == "gpu":
+            env["gpus"] = ", ".join(map(str, self.config.gpus))
+            if self.gpu_info:
+                env.update({k: self.gpu_info[k] for k in ("name", "arch", "driver", "runtime", "cupy")
+                            if k in self.gpu_info})
+        else:
+            env["timings"] = "replayed from the recorded H200 sweeps (tests/data/h200), not measured now"
+            env.update(_recorded_gpu([task for _, task in self.tasks]))
+        return env
+
+
+def _recorded_gpu(tasks: list[Task]) -> dict:
+    from ..optimize.session import RECORDINGS
+
+    for task in tasks:
+        path = RECORDINGS / f"{task.name}.json"
+        if path.exists():
+            data = json.loads(path.read_text())
+            gpu = data.get("gpu") or {}
+            return {"recorded on": gpu.get("name", "?"), "recorded driver": gpu.get("driver", "?"),
+                    "recorded with nvrtc": data.get("compiler", {}).get("nvrtc", "?")}
+    return {}

@@ -1,0 +1,193 @@
+"""`kagent bench` without a GPU: a suite on the recorded H200 sweeps, a folder of ready-made kernels
+(correct, wrong, not compiling, hanging, missing), --optimize, resume, lanes and bad input."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+from kernel_agent.bench import evaluate, runner
+from kernel_agent.bench.config import BenchConfig
+from kernel_agent.bench.results import TaskResult
+from kernel_agent.cli import app
+from kernel_agent.kernel import load_kernel
+from kernel_agent.sweep import SweepCache
+from kernel_agent.task import load_task
+from sandbox import Status
+from tests.paths import ROOT
+
+LEVEL1, LEVEL2 = ROOT / "tasks" / "level1", ROOT / "tasks" / "level2"
+READY_MADE = ROOT / "tests" / "data" / "bench_kernels"
+RECORDINGS = ROOT / "tests" / "data" / "h200"
+MIXED = ["add", "gelu", "softmax", "row_sum", "transpose"]  # transpose has no file: missing
+
+
+def kagent(*args):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def bench_dir(out):
+    (folder,) = [p for p in out.iterdir() if (p / "bench.json").exists()]
+    return folder
+
+
+def read(folder):
+    doc = json.loads((folder / "results.json").read_text())
+    rows = list(csv.DictReader(io.StringIO((folder / "results.csv").read_text())))
+    return doc, {t["task"]: t for t in doc["tasks"]}, {r["task"]: r for r in rows}, (folder / "report.md").read_text()
+
+
+def recorded_as_written(name: str, variant_file: str):
+    """The recorded outcome of a variant with the knob values its file declares, beside the baseline."""
+    cache = SweepCache.model_validate_json((RECORDINGS / f"{name}.json").read_text())
+    task = load_task(next(p for p in (LEVEL1 / f"{name}.yaml", LEVEL2 / f"{name}.yaml") if p.exists()))
+    defaults = load_kernel(task.root / variant_file).knobs
+    record = next(r for r in cache.records if r.file == variant_file and r.knobs == defaults)
+    return cache.beside_baseline(record)
+
+
+def test_a_suite_as_written_on_the_recorded_sweeps(tmp_path):
+    result = kagent("bench", LEVEL2, "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "replaying the recorded H200 sweeps" in " ".join(result.output.split())
+    folder = bench_dir(tmp_path)
+    doc, tasks, rows, report = read(folder)
+    names = sorted(p.stem for p in LEVEL2.glob("*.yaml"))
+    assert sorted(tasks) == names and all(t["status"] == "ok" and t["replayed"] for t in tasks.values())
+    speedups = []
+    for name in names:
+        task = load_task(LEVEL2 / f"{name}.yaml")
+        ((label, variant),) = [(k, v) for k, v in task.variants.items()]
+        expected = recorded_as_written(name, variant)
+        got = tasks[name]
+        assert got["kernel"] == f"{label} (as written)"
+        assert got["time_ms"] == expected.timing.median_ms
+        assert got["baseline_ms"] == expected.baseline_timing.median_ms
+        assert got["speedup"] == pytest.approx(expected.baseline_timing.median_ms / expected.timing.median_ms)
+        assert got["roofline_fraction"] == pytest.approx(expected.roofline.fraction)
+        assert float(rows[name]["speedup"]) == pytest.approx(got["speedup"])
+        speedups.append(got["speedup"])
+    m = doc["metrics"]
+    assert m["tasks"] == 6 and m["correctness"] == 1.0 and m["replayed"] == 6 and m["failures"] == {}
+    assert m["geomean_speedup"] == pytest.approx(math.exp(sum(map(math.log, speedups)) / 6))
+    assert m["fast"]["fast_2"] == pytest.approx(sum(s > 2 for s in speedups) / 6)
+    assert doc["environment"]["recorded on"] == "NVIDIA H200"
+    assert "**Replayed timings" in report and "| correctness rate | 100.0% (6 of 6) |" in report
+    assert (folder / "speedups.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_ready_made_kernels_correct_wrong_broken_hanging_and_missing(tmp_path):
+    """Without a GPU: the correct file is answered from its recording, the one that does not compile
+    fails to compile, the wrong and the hanging ones compile but cannot be run (`not_run`), the
+    missing one is `not_run` too. (tests/gpu/test_bench.py runs the same folder on a GPU.)"""
+    result = kagent("bench", *[LEVEL1 / f"{n}.yaml" for n in MIXED], "--kernels", READY_MADE, "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    doc, tasks, rows, report = read(bench_dir(tmp_path))
+    assert {n: t["status"] for n, t in tasks.items()} == {
+        "add": "ok", "gelu": "not_run", "softmax": "compile_error", "row_sum": "not_run", "transpose": "not_run"}
+    assert "total" in tasks["softmax"]["message"] and "no kernel file transpose.cu" in tasks["transpose"]["message"]
+    expected = recorded_as_written("add", "add/vec.cu")
+    add = tasks["add"]
+    assert add["replayed"] and add["time_ms"] == expected.timing.median_ms
+    assert add["library_ms"] == expected.library_timing.median_ms
+    speedup = expected.baseline_timing.median_ms / expected.timing.median_ms
+    library_speedup = expected.library_timing.median_ms / expected.timing.median_ms
+    m = doc["metrics"]
+    assert (m["tasks"], m["correct"], m["correctness"]) == (5, 1, 0.2)
+    assert m["fast"] == {"fast_0": 0.2, "fast_1": 0.2 if speedup > 1 else 0.0,
+                         "fast_1.5": 0.2 if speedup > 1.5 else 0.0, "fast_2": 0.2 if speedup > 2 else 0.0}
+    assert m["library_tasks"] == 1  # only the correct, measured task has a library time
+    assert m["fast_library"]["fast_1"] == (1.0 if library_speedup > 1 else 0.0)
+    assert m["geomean_speedup"] == pytest.approx(speedup)
+    assert m["failures"] == {"compile_error": 1, "not_run": 3}
+    assert rows["softmax"]["status"] == "compile_error" and rows["add"]["replayed"] == "true"
+    assert "| correctness rate | 20.0% (1 of 5) |" in report and "- compile_error: 1" in report
+    assert f"| add | ok | `{READY_MADE / 'add.cu'}` |" in report
+
+
+def test_optimize_each_task_within_the_budget_and_resume(tmp_path):
+    tasks = [LEVEL2 / "bias_gelu.yaml", LEVEL2 / "l2_normalize.yaml"]
+    result = kagent("bench", *tasks, "--optimize", "--budget", 8, "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    folder = bench_dir(tmp_path)
+    doc, got, _, report = read(folder)
+    for name in ("bias_gelu", "l2_normalize"):
+        assert got[name]["status"] == "ok" and got[name]["evaluations"] == 8 and got[name]["speedup"] >= 1.0
+        (run_dir,) = (folder / "optimize" / name).iterdir()
+        assert (run_dir / "best.cu").exists() and len((run_dir / "attempts.jsonl").read_text().splitlines()) == 8
+    assert "budget" in doc["environment"] and "optimize" in report
+
+    # Interrupted after the first task: its result stays, the second is run again from its journal.
+    (folder / "tasks" / "l2_normalize.json").unlink()
+    first = (folder / "tasks" / "bias_gelu.json").read_text()
+    again = kagent("bench", "--resume", folder.name, "--out", tmp_path)
+    assert again.exit_code == 0, again.output
+    assert "resuming" in again.output and "bias_gelu:" not in again.output
+    assert (folder / "tasks" / "bias_gelu.json").read_text() == first
+    _, resumed, _, _ = read(folder)
+    assert resumed["l2_normalize"]["speedup"] == pytest.approx(got["l2_normalize"]["speedup"])
+    assert len(list((folder / "optimize" / "l2_normalize").iterdir())) == 1  # the same run, resumed
+
+
+class FakeWorker:
+    def __init__(self, device):
+        self.device, self.info = device, {"name": "Fake GPU", "arch": "sm_90", "driver": "0.0"}
+
+    def start(self):
+        return self.info
+
+    def close(self):
+        pass
+
+
+def test_tasks_are_spread_over_the_gpus_and_a_crash_costs_only_its_task(tmp_path, monkeypatch):
+    """Two lanes (fake GPUs): both take tasks; one task's evaluation raising does not stop the rest."""
+    monkeypatch.setattr(evaluate, "GpuWorker", FakeWorker)
+    seen = {}
+
+    def fake_as_written(task, level, lane):
+        seen.setdefault(lane.device, []).append(task.name)
+        time.sleep(0.05)
+        if task.name == "gelu":
+            raise RuntimeError("the worker died")
+        return TaskResult(task=task.name, level=level, mode="as-written", kernel="k", status=Status.ok,
+                          time_ms=1.0, baseline_ms=2.0, gpu=lane.device)
+
+    monkeypatch.setattr(runner, "as_written", fake_as_written)
+    config = BenchConfig(run_id="t", paths=[str(LEVEL1)], mode="as-written", executor="gpu", gpus=[0, 1])
+    (tmp_path / "t").mkdir()
+    results = runner.Bench(config, tmp_path / "t").run()
+    assert len(results) == len(list(LEVEL1.glob("*.yaml"))) and set(seen) == {0, 1}
+    by_task = {r.task: r for r in results}
+    assert by_task["gelu"].status is Status.runtime_error and "the worker died" in by_task["gelu"].message
+    assert all(r.status is Status.ok for r in results if r.task != "gelu")
+    assert "RuntimeError" in (tmp_path / "t" / "tasks" / "gelu.error.txt").read_text()
+    assert json.loads((tmp_path / "t" / "results.json").read_text())["environment"]["name"] == "Fake GPU"
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (["--optimize", "--kernels", READY_MADE], 2, "choose one"),
+    (["--budget", "0", "--optimize"], 2, "--budget must be at least 1"),
+    (["--kernels", "/nonexistent"], 2, "not a folder"),
+    (["--gpus", "0"], 3, "no CUDA GPU is visible"),
+    (["--gpus", "x"], 2, "GPU indices"),
+    (["--executor", "gpu"], 3, "no CUDA GPU"),
+    (["--optimize", "--strategy", "nope"], 2, "unknown strategy"),
+])
+def test_bad_input_is_a_clear_message(tmp_path, args, code, message):
+    result = kagent("bench", LEVEL2 / "bias_gelu.yaml", *args, "--out", tmp_path)
+    assert result.exit_code == code, result.output
+    assert message in " ".join(result.output.split())
+
+
+def test_missing_suite_and_unknown_resume(tmp_path):
+    assert kagent("bench", tmp_path / "nope", "--out", tmp_path).exit_code == 2
+    assert kagent("bench", "--out", tmp_path).exit_code == 2
+    result = kagent("bench", "--resume", "nope", "--out", tmp_path)
+    assert result.exit_code == 2 and "no bench folder" in result.output

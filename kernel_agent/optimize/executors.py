@@ -46,6 +46,7 @@ class GpuExecutor:
         if outcome.timing is None:
             raise ExecutorError(f"the task's baseline failed: {outcome.message}")
         self.baseline_timing = outcome.timing
+        outcome.speedup = 1.0  # against itself, as in a recorded sweep
         return outcome
 
     def evaluate(self, candidates: list[Candidate]) -> list[tuple[Outcome, float]]:

@@ -157,6 +157,12 @@ def test_search_prompts_show_the_state(contexts, source):
     assert "new kernel structure" in render("planner", **contexts["planner"])
 
 
+def test_a_best_attempt_without_a_speedup_shows_a_dash(search):
+    """A timing measured without the baseline beside it has no speedup: the table must still render."""
+    text = render("planner", **dict(search, best=[dict(rank=1, label="baseline", ms=0.655, speedup=None)]))
+    assert "| 1 | baseline | 0.6550 | - |" in text
+
+
 FOCUS = {
     "launch": ("block and grid shape", "work per thread", "__launch_bounds__", "occupancy"),
     "memory": ("vector loads", "coalescing", "shared-memory tiling", "read-only loads", "bank conflicts"),

@@ -17,20 +17,23 @@ CSV_COLUMNS = ["task", "level", "family", "mode", "kernel", "status", "time_ms",
 SUSPECT_NOTE = "SUSPECT: faster than the roofline"
 
 
-def write_report(run_dir: Path, results: list[TaskResult], environment: dict, title: str) -> None:
-    """Write the four report files into `run_dir` (created if needed)."""
+def write_report(run_dir: Path, results: list[TaskResult], environment: dict, title: str,
+                 unfinished: list[str] = ()) -> None:
+    """Write the four report files into `run_dir` (created if needed). `unfinished`: the suite's tasks
+    with no result yet (an interrupted bench); the metrics cover the finished ones only."""
     run_dir = Path(run_dir)
     m = metrics(results)
-    write_atomic(run_dir / "results.json", results_json(results, m, environment, title).encode())
+    write_atomic(run_dir / "results.json", results_json(results, m, environment, title, unfinished).encode())
     write_atomic(run_dir / "results.csv", results_csv(results).encode())
-    write_atomic(run_dir / "report.md", report_markdown(results, m, environment, title).encode())
+    write_atomic(run_dir / "report.md", report_markdown(results, m, environment, title, unfinished).encode())
     speedup_bars_png(run_dir / "speedups.png", [r.task for r in results], [r.speedup for r in results],
                      [not r.correct for r in results], [r.suspect for r in results], title)
 
 
-def results_json(results: list[TaskResult], m: BenchMetrics, environment: dict, title: str) -> str:
+def results_json(results: list[TaskResult], m: BenchMetrics, environment: dict, title: str,
+                 unfinished: list[str] = ()) -> str:
     doc = {"format": FORMAT, "title": title, "environment": environment, "metrics": m.model_dump(mode="json"),
-           "tasks": [r.record() for r in results]}
+           "tasks": [r.record() for r in results], "unfinished": list(unfinished)}
     return json.dumps(doc, indent=2, allow_nan=False, default=str) + "\n"
 
 
@@ -87,7 +90,7 @@ def task_lines(results: list[TaskResult]) -> list[str]:
     for r in results:
         note = "; ".join(filter(None, [SUSPECT_NOTE if r.suspect else _cell(r.message, 80),
                                        "replayed" if r.replayed else ""]))
-        lines.append(f"| {_cell(r.task)} | {r.status.value} | `{_cell(r.kernel, 60)}` | {_ms(r.time_ms)} | "
+        lines.append(f"| {_cell(r.task)} | {r.status.value} | `{_cell(r.kernel, 160)}` | {_ms(r.time_ms)} | "
                      f"{_ms(r.baseline_ms)} | {_x(r.speedup)} | {_ms(r.library_ms)} | {_x(r.library_speedup)} | "
                      f"{_pct(r.roofline_fraction)} | {note} |")
     return lines
@@ -105,8 +108,13 @@ HOW_TO_READ = (
 )
 
 
-def report_markdown(results: list[TaskResult], m: BenchMetrics, environment: dict, title: str) -> str:
+def report_markdown(results: list[TaskResult], m: BenchMetrics, environment: dict, title: str,
+                    unfinished: list[str] = ()) -> str:
     lines = [f"# {title}", ""]
+    if unfinished:
+        lines += [(f"**Partial: {len(unfinished)} of {m.tasks + len(unfinished)} tasks not finished "
+                   f"({', '.join(unfinished)}); the metrics cover the {m.tasks} finished ones. "
+                   "Continue with `kagent bench --resume RUN`.**"), ""]
     if m.replayed:
         lines += [(f"**Replayed timings: {m.replayed} of {m.tasks} tasks' timings are replayed recordings, "
                    "not measured now.**"), ""]

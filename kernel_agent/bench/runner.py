@@ -100,14 +100,14 @@ class Bench:
     def write_report(self) -> list[TaskResult]:
         done = finished(self.run_dir)
         results = [done[task.name] for _, task in self.tasks if task.name in done]
+        unfinished = [task.name for _, task in self.tasks if task.name not in done]
         title = f"kagent bench: {', '.join(self.config.paths)} ({self.config.mode})"
-        write_report(self.run_dir, results, self.environment(), title)
+        write_report(self.run_dir, results, self.environment(), title, unfinished)
         return results
 
     def environment(self) -> dict:
         env = {"run": self.config.run_id, "mode": self.config.mode, "executor": self.config.executor,
-               "python": platform.python_version(), "numpy": np.__version__, "nvrtc": nvrtc_version(),
-               "tasks": f"{len(finished(self.run_dir))} of {len(self.tasks)} finished"}
+               "python": platform.python_version(), "numpy": np.__version__, "nvrtc": nvrtc_version()}
         if self.config.mode == "optimize":
             env["budget"] = f"{self.config.budget} evaluations per task ({self.config.strategy}, seed {self.config.seed})"
         if self.config.executor == "gpu":

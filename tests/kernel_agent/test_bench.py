@@ -125,12 +125,17 @@ def test_optimize_each_task_within_the_budget_and_resume(tmp_path):
 
     # Interrupted after the first task: its result stays, the second is run again from its journal.
     (folder / "tasks" / "l2_normalize.json").unlink()
+    runner.Bench(BenchConfig.load(folder), folder).write_report()
+    partial = json.loads((folder / "results.json").read_text())
+    assert partial["unfinished"] == ["l2_normalize"] and partial["metrics"]["tasks"] == 1
+    assert "**Partial: 1 of 2 tasks not finished (l2_normalize)" in (folder / "report.md").read_text()
     first = (folder / "tasks" / "bias_gelu.json").read_text()
     again = kagent("bench", "--resume", folder.name, "--out", tmp_path)
     assert again.exit_code == 0, again.output
     assert "resuming" in again.output and "bias_gelu:" not in again.output
     assert (folder / "tasks" / "bias_gelu.json").read_text() == first
-    _, resumed, _, _ = read(folder)
+    resumed_doc, resumed, _, _ = read(folder)
+    assert resumed_doc["unfinished"] == []
     assert resumed["l2_normalize"]["speedup"] == pytest.approx(got["l2_normalize"]["speedup"])
     assert len(list((folder / "optimize" / "l2_normalize").iterdir())) == 1  # the same run, resumed
 
@@ -191,3 +196,18 @@ def test_missing_suite_and_unknown_resume(tmp_path):
     assert kagent("bench", "--out", tmp_path).exit_code == 2
     result = kagent("bench", "--resume", "nope", "--out", tmp_path)
     assert result.exit_code == 2 and "no bench folder" in result.output
+
+
+def test_optimize_with_an_llm_endpoint(tmp_path):
+    """With --llm, every task's search asks the endpoint (here the scripted fake server)."""
+    from tests.llm.fake_server import FakeOpenAI, answer
+
+    with FakeOpenAI([answer("Try vector loads.")]) as server:
+        result = kagent("bench", LEVEL2 / "bias_gelu.yaml", "--optimize", "--budget", 6, "--out", tmp_path,
+                        "--llm", "test-model", "--llm-base-url", server.base_url)
+        asked = len(server.requests)
+    assert result.exit_code == 0, result.output
+    (run_dir,) = (bench_dir(tmp_path) / "optimize" / "bias_gelu").iterdir()
+    calls = [json.loads(line) for line in (run_dir / "trajectory.jsonl").read_text().splitlines()]
+    assert asked >= 1 and calls and calls[0]["parsed"] == "none"
+    assert json.loads((bench_dir(tmp_path) / "bench.json").read_text())["llm"]["llm_model"] == "test-model"

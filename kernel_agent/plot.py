@@ -147,6 +147,19 @@ def _axis_names(img: np.ndarray, x_name: str, y_name: str, left: int, right: int
     _blit(img, mask, 8, (top + bottom - mask.shape[0]) // 2, TEXT)
 
 
+def _speedup_axis(img: np.ndarray, ticks, py, top: int, bottom: int, right: int) -> None:
+    """Labelled grid lines at the tick values, a dashed line at 1x, and the two axes."""
+    for v in ticks:
+        img[py(v), LEFT:right] = GRID
+        scale = 2 if len(_label(v)) <= 5 else 1
+        mask = _text_mask(_label(v), scale)
+        _blit(img, mask, LEFT - 6 - mask.shape[1], py(v) - 7 * scale // 2, TEXT)
+    dashes = np.arange(LEFT, right)
+    img[py(1.0), dashes[(dashes - LEFT) % 8 < 4]] = BASELINE
+    img[top:bottom + 1, LEFT] = AXIS
+    img[bottom, LEFT:right + 1] = AXIS
+
+
 def render(best_speedups: list[float | None], failures: list[bool], title: str = "") -> np.ndarray:
     """The chart as an RGB uint8 array of HEIGHT x WIDTH (see `progress_png`)."""
     img = np.full((HEIGHT, WIDTH, 3), WHITE, dtype=np.uint8)
@@ -172,15 +185,7 @@ def render(best_speedups: list[float | None], failures: list[bool], title: str =
         img[TOP:BOTTOM, px(i)] = GRID
         mask = _text_mask(str(i), 2)
         _blit(img, mask, min(px(i) - mask.shape[1] // 2, WIDTH - 4 - mask.shape[1]), BOTTOM + 8, TEXT)
-    for v in yticks:
-        img[py(v), LEFT:RIGHT] = GRID
-        scale = 2 if len(_label(v)) <= 5 else 1
-        mask = _text_mask(_label(v), scale)
-        _blit(img, mask, LEFT - 6 - mask.shape[1], py(v) - 7 * scale // 2, TEXT)
-    dashes = np.arange(LEFT, RIGHT)
-    img[py(1.0), dashes[(dashes - LEFT) % 8 < 4]] = BASELINE
-    img[TOP:BOTTOM + 1, LEFT] = AXIS
-    img[BOTTOM, LEFT:RIGHT + 1] = AXIS
+    _speedup_axis(img, yticks, py, TOP, BOTTOM, RIGHT)
 
     # The best-so-far step line, 2 px thick; a point with no drawn neighbour gets a small square.
     drawn = [v is not None and math.isfinite(v) for v in best_speedups]
@@ -241,15 +246,7 @@ def render_bars(labels: list[str], speedups: list[float | None], failed: list[bo
     for v in (max(vals, default=1.0), min(vals, default=1.0)):
         if all(abs(py(v) - py(t)) >= 16 for t in ticks):
             ticks.append(v)
-    for v in ticks:
-        img[py(v), LEFT:right] = GRID
-        scale = 2 if len(_label(v)) <= 5 else 1
-        mask = _text_mask(_label(v), scale)
-        _blit(img, mask, LEFT - 6 - mask.shape[1], py(v) - 7 * scale // 2, TEXT)
-    dashes = np.arange(LEFT, right)
-    img[py(1.0), dashes[(dashes - LEFT) % 8 < 4]] = BASELINE
-    img[top:bottom + 1, LEFT] = AXIS
-    img[bottom, LEFT:right + 1] = AXIS
+    _speedup_axis(img, ticks, py, top, bottom, right)
 
     # Bars from 1x up (or down) to the speedup, at least 2 px tall; suspect ones orange.
     half = max(1, round(slot * 0.3))

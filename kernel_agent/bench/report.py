@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from ..plot import speedup_bars_png, write_atomic
-from .results import BenchMetrics, TaskResult, metrics
+from .results import BenchMetrics, TaskResult, metrics, metrics_by_level
 
 FORMAT = "kagent-bench/1"
 CSV_COLUMNS = ["task", "level", "family", "mode", "kernel", "status", "time_ms", "baseline_ms", "library_ms",
@@ -32,8 +32,9 @@ def write_report(run_dir: Path, results: list[TaskResult], environment: dict, ti
 
 def results_json(results: list[TaskResult], m: BenchMetrics, environment: dict, title: str,
                  unfinished: list[str] = ()) -> str:
+    by_level = {level: lm.model_dump(mode="json") for level, lm in metrics_by_level(results).items()}
     doc = {"format": FORMAT, "title": title, "environment": environment, "metrics": m.model_dump(mode="json"),
-           "tasks": [r.record() for r in results], "unfinished": list(unfinished)}
+           "by_level": by_level, "tasks": [r.record() for r in results], "unfinished": list(unfinished)}
     return json.dumps(doc, indent=2, allow_nan=False, default=str) + "\n"
 
 
@@ -83,6 +84,16 @@ def metrics_lines(m: BenchMetrics) -> list[str]:
     return ["| metric | value |", "| --- | --- |"] + [f"| {k} | {v} |" for k, v in rows]
 
 
+def level_lines(levels: dict[str, BenchMetrics]) -> list[str]:
+    """One markdown row per suite level: its correctness, fast_1, fast_2 and geomean speedups."""
+    lines = ["| level | tasks | correct | fast_1 | fast_2 | geomean vs baseline | geomean vs library |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for level, m in levels.items():
+        lines.append(f"| {_cell(level)} | {m.tasks} | {_pct(m.correctness)} | {_pct(m.fast.get('fast_1'))} | "
+                     f"{_pct(m.fast.get('fast_2'))} | {_x(m.geomean_speedup)} | {_x(m.geomean_library_speedup)} |")
+    return lines
+
+
 def task_lines(results: list[TaskResult]) -> list[str]:
     """One markdown table row per task."""
     lines = ["| task | status | kernel | ms | baseline ms | speedup | library ms | vs library | roofline % | note |",
@@ -120,6 +131,9 @@ def report_markdown(results: list[TaskResult], m: BenchMetrics, environment: dic
                    "not measured now.**"), ""]
     lines += [f"- {k}: {v}" for k, v in environment.items()] + [""]
     lines += ["## Metrics", ""] + metrics_lines(m) + [""]
+    levels = metrics_by_level(results)
+    if len(levels) > 1:
+        lines += ["## By level", ""] + level_lines(levels) + [""]
     lines += ["## Failures by class", ""]
     lines += [f"- {status}: {count}" for status, count in m.failures.items()] or ["none"]
     lines += ["", "## Tasks", ""] + task_lines(results) + ["", HOW_TO_READ, ""]

@@ -132,3 +132,9 @@ def metrics(results: list[TaskResult], ps: tuple[float, ...] = DEFAULT_PS) -> Be
         suspect=[r.task for r in results if r.suspect],
         replayed=sum(r.replayed for r in results),
     )
+
+
+def metrics_by_level(results: list[TaskResult]) -> dict[str, BenchMetrics]:
+    """The metrics of each suite level (KernelBench reports its levels apart), in order of appearance."""
+    levels = dict.fromkeys(r.level for r in results)
+    return {level: metrics([r for r in results if r.level == level]) for level in levels}

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from kernel_agent.bench.report import CSV_COLUMNS, SUSPECT_NOTE, write_report
-from kernel_agent.bench.results import TaskResult, metrics
+from kernel_agent.bench.results import TaskResult, metrics, metrics_by_level
 from kernel_agent.plot import BARS_HEIGHT, ORANGE, RED, WIDTH, render_bars
 from sandbox import Status
 
@@ -50,6 +50,21 @@ def test_derived_figures_only_for_a_correct_timed_task():
     wrong_but_timed = result("w", Status.wrong_result, time_ms=0.1, baseline_ms=1.0, roofline_ms=1.0)
     assert not wrong_but_timed.correct and wrong_but_timed.speedup is None and not wrong_but_timed.suspect
     assert result("z", time_ms=0.0).speedup is None and result("n", time_ms=float("nan")).time_ms is None
+
+
+def test_each_level_gets_its_own_metrics_in_the_json_and_the_report(tmp_path):
+    results = four() + [result("e", level="level2", baseline_ms=4.0), result("f", Status.compile_error,
+                                                                          level="level2", time_ms=None)]
+    levels = metrics_by_level(results)
+    assert list(levels) == ["level1", "level2"]
+    assert levels["level1"].correctness == 0.5 and levels["level2"].correctness == 0.5
+    assert levels["level2"].geomean_speedup == pytest.approx(4.0) and levels["level2"].fast["fast_2"] == 0.5
+    write_report(tmp_path, results, {}, "t")
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert doc["by_level"]["level2"]["geomean_speedup"] == pytest.approx(4.0)
+    assert "| level2 | 2 | 50.0% | 50.0% | 50.0% | 4.00x | - |" in (tmp_path / "report.md").read_text()
+    write_report(tmp_path, four(), {}, "t")  # one level: no per-level table
+    assert "## By level" not in (tmp_path / "report.md").read_text()
 
 
 def test_a_task_faster_than_the_roofline_is_listed_as_suspect_but_still_counted():

@@ -18,8 +18,8 @@ from sandbox import Status
 
 def result(task: str, status: Status = Status.ok, time_ms: float | None = 1.0, baseline_ms: float | None = 1.0,
            **kw) -> TaskResult:
-    return TaskResult(task=task, level="level1", mode="kernels", kernel="baseline", status=status,
-                      time_ms=time_ms, baseline_ms=baseline_ms, **kw)
+    return TaskResult(**{"level": "level1", **kw}, task=task, mode="kernels", kernel="baseline", status=status,
+                      time_ms=time_ms, baseline_ms=baseline_ms)
 
 
 def four() -> list[TaskResult]:

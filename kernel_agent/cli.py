@@ -388,7 +388,8 @@ def bench(
     correct variant stands for the task). Tasks are spread over the GPUs, one worker each; a crashing
     or hanging kernel costs only its task. Writes OUT/RUN/ with report.md, results.json, results.csv,
     speedups.png and one file per finished task, so Ctrl-C loses nothing: --resume RUN continues.
-    Without a GPU, replays the recorded H200 sweeps and says so.
+    Without a GPU, replays the recorded H200 sweeps and says so. Exits 0 when the bench completes,
+    whatever its tasks' verdicts (they are its results).
     """
     from .bench.config import (BenchConfig, BenchInputError, NoGpuError, bench_folder, find_bench, new_config,
                                parse_gpus)
@@ -421,7 +422,8 @@ def bench(
     except KeyboardInterrupt:
         if bench_run is not None:
             bench_run.write_report()
-        errors.print(f"interrupted: every finished task is kept; continue with --resume {run_dir}")
+        hint = f"; continue with --resume {run_dir}" if run_dir else ""
+        errors.print(f"interrupted: every finished task is kept{hint}")
         raise typer.Exit(130) from None
     _show_bench_summary(results, run_dir)
 

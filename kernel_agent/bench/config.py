@@ -15,11 +15,15 @@ from ..plot import write_atomic
 from ..task import Task, discover, load_task
 from .results import TaskResult
 
-MODES = ("as-written", "kernels", "optimize")
+EXECUTORS = ("auto", "gpu", "replay")
 
 
 class BenchInputError(ValueError):
     """Bad user input: the message says what to change (exit code 2)."""
+
+
+class NoGpuError(RuntimeError):
+    """The machine cannot do what was asked (exit code 3)."""
 
 
 class BenchConfig(BaseModel):
@@ -27,7 +31,7 @@ class BenchConfig(BaseModel):
 
     run_id: str
     paths: list[str] = Field(description="suite folders or task files, as given")
-    mode: str
+    mode: str = Field(description="as-written | kernels | optimize")
     kernels: str | None = None
     budget: int = 40
     strategy: str = "agent"
@@ -62,13 +66,9 @@ def suite_tasks(paths: list[str]) -> list[tuple[Path, Task]]:
 
 
 def finished(run_dir: Path) -> dict[str, TaskResult]:
+    """The results of the tasks a bench has finished, by task name."""
     folder = run_dir / "tasks"
     return {p.stem: TaskResult.model_validate_json(p.read_text()) for p in sorted(folder.glob("*.json"))}
-
-
-
-
-EXECUTORS = ("auto", "gpu", "replay")
 
 
 def new_config(paths: list[str], mode: str, kernels: Path | None, budget: int, strategy: str, seed: int,
@@ -100,10 +100,6 @@ def new_config(paths: list[str], mode: str, kernels: Path | None, budget: int, s
     return BenchConfig(run_id=f"{mode}-{time.strftime('%Y%m%d-%H%M%S')}", paths=[str(p) for p in paths], mode=mode,
                        kernels=str(kernels) if kernels else None, budget=budget, strategy=strategy, seed=seed,
                        executor=executor, gpus=devices if executor == "gpu" else [], budget_ms=budget_ms, llm=llm)
-
-
-class NoGpuError(RuntimeError):
-    """The machine cannot do what was asked (exit code 3)."""
 
 
 def parse_gpus(text: str | None, visible: int) -> list[int]:

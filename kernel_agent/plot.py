@@ -9,13 +9,13 @@ for every failed task.
 from __future__ import annotations
 
 import math
-import os
 import struct
-import tempfile
 import zlib
 from pathlib import Path
 
 import numpy as np
+
+from .files import write_atomic
 
 WIDTH, HEIGHT = 800, 400
 LEFT, RIGHT, TOP, BOTTOM = 100, 780, 40, 340  # the plot area, in pixels
@@ -100,22 +100,6 @@ def _png_bytes(img: np.ndarray) -> bytes:
 
     header = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)  # 8 bits, truecolour, no interlace
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b"")
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write `data` to a temporary file beside `path`, then move it into place in one step."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-_write_atomic = write_atomic  # the older private name
 
 
 def _crosses(img: np.ndarray, xs: list[int], bottom: int) -> None:

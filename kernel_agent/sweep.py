@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,6 +20,7 @@ from pydantic import BaseModel, Field
 from sandbox import GpuWorker, Outcome, Settings, Status, ceilings, compile_many, nvrtc_version, target_arch
 
 from .check import compile_and_plan, run
+from .files import write_atomic
 from .kernel import Kernel, load_kernel
 from .task import Task
 
@@ -136,10 +136,7 @@ def _open(out: Path, task: Task, task_file: Path, arch: str, worker: GpuWorker |
 
 
 def _save(cache: SweepCache, out: Path) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=out.parent, delete=False, suffix=".tmp") as tmp:
-        tmp.write(json.dumps(cache.model_dump(mode="json"), indent=1))
-    os.replace(tmp.name, out)
+    write_atomic(out, json.dumps(cache.model_dump(mode="json"), indent=1).encode())
 
 
 def best(cache: SweepCache) -> SweepRecord | None:

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 from sandbox import gpu_count
 
 from ..optimize.strategies import STRATEGIES
-from ..plot import write_atomic
+from ..files import new_folder, write_atomic
 from ..task import Task, discover, load_task
 from .results import TaskResult
 
@@ -122,15 +122,11 @@ def parse_gpus(text: str | None, visible: int) -> list[int]:
 
 
 def bench_folder(out: Path, config: BenchConfig) -> Path:
-    folder, suffix = out / config.run_id, 1
-    while folder.exists():
-        suffix += 1
-        folder = out / f"{config.run_id}-{suffix}"
-    config.run_id = folder.name
     try:
-        folder.mkdir(parents=True)
+        folder = new_folder(out, config.run_id)
     except OSError as exc:
         raise BenchInputError(f"--out {out}: cannot write there ({exc.strerror or exc})") from None
+    config.run_id = folder.name
     config.save(folder)
     return folder
 

@@ -7,7 +7,8 @@ import io
 import json
 from pathlib import Path
 
-from ..plot import speedup_bars_png, write_atomic
+from ..files import write_atomic
+from ..plot import speedup_bars_png
 from .results import BenchMetrics, TaskResult, metrics, metrics_by_level
 
 FORMAT = "kagent-bench/1"

@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 from sandbox import Outcome, SandboxError, Settings, Status, nvrtc_version
 
-from ..plot import write_atomic
+from ..files import write_atomic
 from ..task import Task
 from .config import BenchConfig, finished, suite_tasks
 from .evaluate import Lane, as_written, optimized, ready_made, task_result

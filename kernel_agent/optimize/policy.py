@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sandbox import SPECIALISTS, Knob
+
+from ..files import write_atomic
 
 LEARNING_RATE = 0.5
 LOGIT_LIMIT = 6.0
@@ -69,8 +69,5 @@ class PolicyBook:
         return cls(policies={s: Policy(t) for s, t in data["policies"].items()}, runs=data.get("runs", 0))
 
     def save(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         data = {"runs": self.runs, "policies": {s: p.logits for s, p in self.policies.items()}}
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as tmp:
-            json.dump(data, tmp, indent=1, sort_keys=True)
-        os.replace(tmp.name, path)
+        write_atomic(path, json.dumps(data, indent=1, sort_keys=True).encode())

@@ -8,6 +8,7 @@ from typing import Callable
 
 from sandbox import GpuWorker, Settings, detect_arch, target_arch
 
+from ..files import new_folder
 from ..task import load_task
 from .executors import ExecutorError, GpuExecutor, ReplayExecutor
 from .policy import PolicyBook
@@ -65,19 +66,11 @@ def new_config(task_file: Path, out: Path, strategy: str, seed: int, budget: int
 
 
 def run_folder(out: Path, config: RunConfig) -> Path:
-    folder = out / config.task / config.run_id
-    suffix = 1
-    while folder.exists():
-        suffix += 1
-        folder = out / config.task / f"{config.run_id}-{suffix}"
-    config.run_id = folder.name
     try:
-        folder.mkdir(parents=True)
-        probe = folder / ".write-test"
-        probe.write_text("")
-        probe.unlink()
+        folder = new_folder(out / config.task, config.run_id)
     except OSError as exc:
         raise OptimizeInputError(f"--out {out}: cannot write there ({exc.strerror or exc})") from None
+    config.run_id = folder.name
     return folder
 
 

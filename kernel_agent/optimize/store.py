@@ -14,6 +14,7 @@ from pathlib import Path
 
 from sandbox import Outcome
 
+from ..files import write_atomic
 from .space import Candidate
 from .strategies import Attempt
 
@@ -100,9 +101,7 @@ class Journal:
 
     def rewrite(self, attempts: list[Attempt]) -> None:
         """Keep only complete lines (after a crash cut the last one short); atomic."""
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text("".join(self._line(a) for a in attempts))
-        os.replace(tmp, self.path)
+        write_atomic(self.path, "".join(self._line(a) for a in attempts).encode())
 
     def append(self, attempt: Attempt) -> None:
         with self.path.open("a") as f:

@@ -391,8 +391,8 @@ def bench(
     Without a GPU, replays the recorded H200 sweeps and says so. Exits 0 when the bench completes,
     whatever its tasks' verdicts (they are its results).
     """
-    from .bench.config import (BenchConfig, BenchInputError, NoGpuError, bench_folder, find_bench, new_config,
-                               parse_gpus)
+    from .bench.config import BenchConfig, BenchInputError, bench_folder, find_bench, new_config, parse_gpus
+    from .optimize.executors import ExecutorError
     from .bench.runner import Bench
 
     run_dir = bench_run = None
@@ -417,7 +417,7 @@ def bench(
             results = bench_run.run()
     except (BenchInputError, TaskError, OptimizeInputError, LLMConfigError) as exc:
         _fail(2, str(exc))
-    except (NoGpuError, ToolchainError, SandboxError) as exc:
+    except (ExecutorError, ToolchainError, SandboxError) as exc:
         _fail(3, str(exc))
     except KeyboardInterrupt:
         if bench_run is not None:

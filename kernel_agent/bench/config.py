@@ -10,8 +10,9 @@ from pydantic import BaseModel, Field
 
 from sandbox import gpu_count
 
-from ..optimize.strategies import STRATEGIES
 from ..files import new_folder, write_atomic
+from ..optimize.executors import ExecutorError
+from ..optimize.session import check_strategy
 from ..task import Task, discover, load_task
 from .results import TaskResult
 
@@ -20,10 +21,6 @@ EXECUTORS = ("auto", "gpu", "replay")
 
 class BenchInputError(ValueError):
     """Bad user input: the message says what to change (exit code 2)."""
-
-
-class NoGpuError(RuntimeError):
-    """The machine cannot do what was asked (exit code 3)."""
 
 
 class BenchConfig(BaseModel):
@@ -82,10 +79,8 @@ def new_config(paths: list[str], mode: str, kernels: Path | None, budget: int, s
         raise BenchInputError(f"--kernels {kernels}: not a folder (it should hold one TASK.cu per task)")
     if budget < 1:
         raise BenchInputError(f"--budget must be at least 1 evaluation, got {budget}")
-    if mode == "optimize" and strategy not in STRATEGIES:
-        raise BenchInputError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
-    if mode == "optimize" and llm.get("llm_model") and strategy != "agent":
-        raise BenchInputError(f"--llm drives the agent's planner and specialists: use --strategy agent, not {strategy}")
+    if mode == "optimize":
+        check_strategy(strategy, llm.get("llm_model"))
     if executor not in EXECUTORS:
         raise BenchInputError(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
     visible = gpu_count()
@@ -96,7 +91,7 @@ def new_config(paths: list[str], mode: str, kernels: Path | None, budget: int, s
             notice("no CUDA GPU found: replaying the recorded H200 sweeps (timings are recordings, not "
                    "measurements of this run; kernels without a recording are only compiled)")
     if executor == "gpu" and not visible:
-        raise NoGpuError("--executor gpu: no CUDA GPU found on this machine (try --executor replay)")
+        raise ExecutorError("--executor gpu: no CUDA GPU found on this machine (try --executor replay)")
     return BenchConfig(run_id=f"{mode}-{time.strftime('%Y%m%d-%H%M%S')}", paths=[str(p) for p in paths], mode=mode,
                        kernels=str(kernels) if kernels else None, budget=budget, strategy=strategy, seed=seed,
                        executor=executor, gpus=devices if executor == "gpu" else [], budget_ms=budget_ms, llm=llm)
@@ -113,10 +108,10 @@ def parse_gpus(text: str | None, visible: int) -> list[int]:
     if not devices or len(set(devices)) != len(devices):
         raise BenchInputError(f"--gpus {text}: give each GPU index once, e.g. 0,1")
     if not visible:
-        raise NoGpuError(f"--gpus {text}: no CUDA GPU is visible on this machine (without one, leave --gpus out)")
+        raise ExecutorError(f"--gpus {text}: no CUDA GPU is visible on this machine (without one, leave --gpus out)")
     unknown = [d for d in devices if d < 0 or d >= visible]
     if unknown:
-        raise NoGpuError(f"--gpus {text}: this machine has {visible} visible GPU(s) (indices 0..{visible - 1}); "
+        raise ExecutorError(f"--gpus {text}: this machine has {visible} visible GPU(s) (indices 0..{visible - 1}); "
                          f"no GPU {', '.join(map(str, unknown))}")
     return devices
 

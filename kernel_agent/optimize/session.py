@@ -30,6 +30,13 @@ def recording_path(task_name: str, explicit: Path | None) -> Path:
     return explicit or RECORDINGS / f"{task_name}.json"
 
 
+def check_strategy(strategy: str, llm_model: str | None) -> None:
+    if strategy not in STRATEGIES:
+        raise OptimizeInputError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    if llm_model and strategy != "agent":
+        raise OptimizeInputError(f"--llm drives the agent's planner and specialists: use --strategy agent, not {strategy}")
+
+
 def new_config(task_file: Path, out: Path, strategy: str, seed: int, budget: int, batch: int,
                executor: str, recording: Path | None, time_limit_s: float | None, warm_start: bool,
                device: int, notice: Callable[[str], None], pins: dict[str, str] | None = None,
@@ -40,11 +47,8 @@ def new_config(task_file: Path, out: Path, strategy: str, seed: int, budget: int
         raise OptimizeInputError(f"--batch must be at least 1, got {batch}")
     if executor not in EXECUTORS:
         raise OptimizeInputError(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
-    if strategy not in STRATEGIES:
-        raise OptimizeInputError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     llm = llm or {}
-    if llm.get("llm_model") and strategy != "agent":
-        raise OptimizeInputError(f"--llm drives the agent's planner and specialists: use --strategy agent, not {strategy}")
+    check_strategy(strategy, llm.get("llm_model"))
     task = load_task(task_file)
     if executor == "auto":
         executor = "gpu" if detect_arch(device) is not None else "replay"

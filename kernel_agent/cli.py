@@ -391,7 +391,8 @@ def bench(
     Without a GPU, replays the recorded H200 sweeps and says so. Exits 0 when the bench completes,
     whatever its tasks' verdicts (they are its results).
     """
-    from .bench.config import BenchConfig, BenchInputError, bench_folder, find_bench, new_config, parse_gpus
+    from .bench.config import (BenchConfig, BenchInputError, bench_folder, find_bench, finished, new_config,
+                               parse_gpus)
     from .optimize.executors import ExecutorError
     from .bench.runner import Bench
 
@@ -412,9 +413,10 @@ def bench(
             config = new_config([str(p) for p in paths or []], mode, kernels, budget, strategy, seed, executor, gpus,
                                 budget_ms, llm_settings, notice=lambda text: errors.print(f"[yellow]{text}[/]"))
             run_dir = bench_folder(out, config)
-        with _sigterm_as_interrupt(), _bench_progress(config, run_dir) as (on_event, on_result, notice):
-            bench_run = Bench(config, run_dir, on_event, on_result, notice)
-            results = bench_run.run()
+        bench_run = Bench(config, run_dir)
+        progress = _bench_progress(config, total=len(bench_run.tasks), done=len(finished(run_dir)))
+        with _sigterm_as_interrupt(), progress as (on_event, on_result, notice):
+            results = bench_run.run(on_event, on_result, notice)
     except (BenchInputError, TaskError, OptimizeInputError, LLMConfigError) as exc:
         _fail(2, str(exc))
     except (ExecutorError, ToolchainError, SandboxError) as exc:
@@ -443,19 +445,15 @@ def _sigterm_as_interrupt():
         signal.signal(signal.SIGTERM, previous)
 
 
-def _bench_progress(config, run_dir: Path):
+def _bench_progress(config, total: int, done: int):
     """One bar for the suite, one line per GPU (its current task)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     @contextlib.contextmanager
     def show():
-        from .bench.config import finished, suite_tasks
-
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-        total = len(suite_tasks(config.paths))
         with Progress(*columns, console=console, transient=False) as progress:
-            bar = progress.add_task(f"bench ({config.mode}, {config.executor})", total=total,
-                                    completed=len(finished(run_dir)))
+            bar = progress.add_task(f"bench ({config.mode}, {config.executor})", total=total, completed=done)
             lanes = {}
 
             def on_event(lane, text):

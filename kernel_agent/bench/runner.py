@@ -29,18 +29,23 @@ class Bench:
     """Runs the tasks not finished yet: one thread per lane pulls from a shared queue. A task that fails
     in any way (a crashing or hanging kernel, a broken baseline) costs only its own result."""
 
-    def __init__(self, config: BenchConfig, run_dir: Path, on_event: Event = lambda lane, text: None,
-                 on_result: Callable[[TaskResult], None] = lambda r: None,
-                 notice: Callable[[str], None] = print):
+    def __init__(self, config: BenchConfig, run_dir: Path):
         self.config, self.run_dir = config, run_dir
-        self.on_event, self.on_result, self.notice = on_event, on_result, notice
+        self.on_event: Event = lambda lane, text: None
+        self.on_result: Callable[[TaskResult], None] = lambda result: None
+        self.notice: Callable[[str], None] = print
         self.tasks = suite_tasks(config.paths)
         settings = Settings(budget_ms=config.budget_ms)
         devices = config.gpus if config.executor == "gpu" else [None]
         self.lanes = [Lane(device, settings) for device in devices]
         self.gpu_info: dict | None = None
 
-    def run(self) -> list[TaskResult]:
+    def run(self, on_event: Event | None = None, on_result: Callable[[TaskResult], None] | None = None,
+            notice: Callable[[str], None] | None = None) -> list[TaskResult]:
+        """Every unfinished task; `on_event` hears what each lane is doing, `on_result` each result."""
+        self.on_event = on_event or self.on_event
+        self.on_result = on_result or self.on_result
+        self.notice = notice or self.notice
         done = finished(self.run_dir)
         todo: queue.Queue = queue.Queue()
         for item in self.tasks:

@@ -562,7 +562,7 @@ def replay_bench(
     """
     import statistics
 
-    from .optimize.bench import EARLY, SHARE_OF_SWEEP, bench_task
+    from .optimize.replay_bench import EARLY, SHARE_OF_SWEEP, bench_task
     from .optimize.executors import ExecutorError, ReplayExecutor
     from .optimize.session import RECORDINGS
     from .optimize.space import Space

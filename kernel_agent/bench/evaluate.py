@@ -14,7 +14,7 @@ from ..check import check
 from ..kernel import KernelError
 from ..optimize.executors import ReplayExecutor
 from ..optimize.runner import RunConfig
-from ..optimize.session import RECORDINGS, execute, new_config, run_folder
+from ..optimize.session import execute, new_config, recording_path, run_folder
 from ..optimize.space import Space
 from ..task import Task
 from .results import TaskResult
@@ -110,7 +110,7 @@ def evaluate_file(task: Task, label: str, path: Path, lane: Lane) -> tuple[Outco
 
 
 def _replayed(task: Task, label: str, path: Path) -> tuple[Outcome, bool]:
-    recording = RECORDINGS / f"{task.name}.json"
+    recording = recording_path(task.name, None)
     if not recording.exists():
         outcome = check(task, path, arch=REPLAY_ARCH)
         if outcome.status is Status.ok:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import platform
 import queue
 import threading
@@ -16,6 +15,8 @@ import numpy as np
 from sandbox import Outcome, SandboxError, Settings, Status, nvrtc_version
 
 from ..files import write_atomic
+from ..optimize.session import recording_path
+from ..sweep import SweepCache
 from ..task import Task
 from .config import BenchConfig, finished, suite_tasks
 from .evaluate import Lane, as_written, optimized, ready_made, task_result
@@ -127,13 +128,12 @@ class Bench:
 
 
 def _recorded_gpu(tasks: list[Task]) -> dict:
-    from ..optimize.session import RECORDINGS
-
+    """The GPU, driver and compiler of the first recorded sweep among the tasks."""
     for task in tasks:
-        path = RECORDINGS / f"{task.name}.json"
+        path = recording_path(task.name, None)
         if path.exists():
-            data = json.loads(path.read_text())
-            gpu = data.get("gpu") or {}
+            cache = SweepCache.model_validate_json(path.read_text())
+            gpu = cache.gpu or {}
             return {"recorded on": gpu.get("name", "?"), "recorded driver": gpu.get("driver", "?"),
-                    "recorded with nvrtc": data.get("compiler", {}).get("nvrtc", "?")}
+                    "recorded with nvrtc": cache.compiler.get("nvrtc", "?")}
     return {}

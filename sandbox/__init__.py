@@ -6,7 +6,7 @@ never needs a GPU or CuPy: only the worker process imports CuPy.
 
 from .calibration import ceilings, roofline
 from .classify import outcome_from_reply
-from .client import GpuWorker, SandboxError
+from .client import GpuWorker, Interrupted, SandboxError
 from .compiler import CompileResult, compile_many, compile_source
 from .directives import SPECIALISTS, DirectiveError, Directives, Knob
 from .directives import parse as parse_directives
@@ -21,7 +21,7 @@ from .toolchain import ToolchainError, detect_arch, gpu_count, include_dirs, nvr
 
 __all__ = [
     "Buffer", "CompileResult", "DTYPES", "DirectiveError", "Directives", "ExprError", "GpuWorker",
-    "Init", "KernelResources", "Knob", "LaunchPlanError", "Mismatch", "Outcome", "Program", "Request",
+    "Init", "Interrupted", "KernelResources", "Knob", "LaunchPlanError", "Mismatch", "Outcome", "Program", "Request",
     "Roofline", "SPECIALISTS", "SandboxError", "Settings", "SizeCase", "Status", "Timing",
     "ToolchainError", "ceilings", "compile_many", "compile_source", "detect_arch", "evaluate", "gpu_count",
     "evaluate_int", "expr_names", "include_dirs", "nvrtc_version", "outcome_from_reply",

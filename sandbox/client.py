@@ -15,6 +15,12 @@ class SandboxError(RuntimeError):
     """The sandbox itself failed (no GPU, a broken reference, a bug): not the kernel's fault."""
 
 
+class Interrupted(BaseException):
+    """The work was stopped on purpose (Ctrl-C, SIGTERM) in the middle: what was in flight has no
+    outcome. A BaseException, like KeyboardInterrupt, so that no "this candidate failed" handler
+    records it as the kernel's crash."""
+
+
 class GpuWorker:
     """One worker process on one GPU. Every call returns a reply dict; kernels cannot crash the caller."""
 
@@ -26,6 +32,7 @@ class GpuWorker:
         self.last_restart_s: float | None = None  # seconds the last start took
         self._process = None
         self._conn = None
+        self._interrupted = False
         self._context = multiprocessing.get_context("spawn")
 
     def __enter__(self) -> "GpuWorker":
@@ -39,6 +46,7 @@ class GpuWorker:
         return max(0, self.starts - 1)
 
     def start(self) -> dict:
+        self._raise_if_interrupted()
         self.starts += 1
         began = time.perf_counter()
         parent, child = self._context.Pipe()
@@ -48,11 +56,13 @@ class GpuWorker:
         self._conn = parent
         if not parent.poll(START_TIMEOUT_S):
             self._kill()
+            self._raise_if_interrupted()
             raise SandboxError(f"GPU worker did not start within {START_TIMEOUT_S:.0f} s")
         try:
             kind, payload = parent.recv()
         except EOFError:
             self._kill()
+            self._raise_if_interrupted()
             raise SandboxError("GPU worker exited while starting (is there a GPU and CuPy?)") from None
         if kind != "ready":
             self._kill()
@@ -68,6 +78,7 @@ class GpuWorker:
         return self.call("calibrate", {}, 300.0)
 
     def call(self, kind: str, payload: dict, first_allowance_s: float) -> dict:
+        self._raise_if_interrupted()
         if self._process is None or not self._process.is_alive():
             self._kill()
             self.start()
@@ -76,6 +87,7 @@ class GpuWorker:
         while True:
             if not self._conn.poll(allowance):
                 self._kill()
+                self._raise_if_interrupted()
                 return {"status": "timeout", "sticky": True,
                         "message": f"no progress for {allowance:.0f} s during {phase}: killed the worker"}
             try:
@@ -84,6 +96,7 @@ class GpuWorker:
                 self._process.join(5)
                 code = self._process.exitcode
                 self._kill()
+                self._raise_if_interrupted()
                 return {"status": "runtime_error", "sticky": True,
                         "message": f"the GPU worker died during {phase} (exit code {code})"}
             if message[0] == "beat":
@@ -95,6 +108,18 @@ class GpuWorker:
                 return reply
             else:
                 raise SandboxError(f"the GPU worker failed:\n{message[1]}")
+
+    def interrupt(self) -> None:
+        """Stop now, from any thread: the call in flight, and every later one, raises Interrupted
+        instead of reporting the kernel as hung or crashed, and no fresh worker is started."""
+        self._interrupted = True
+        process = self._process
+        if process is not None and process.is_alive():
+            process.kill()
+
+    def _raise_if_interrupted(self) -> None:
+        if self._interrupted:
+            raise Interrupted(f"the GPU {self.device} worker was stopped")
 
     def close(self) -> None:
         if self._process is not None and self._process.is_alive():

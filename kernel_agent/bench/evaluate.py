@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from sandbox import GpuWorker, Outcome, Settings, Status
+from sandbox import GpuWorker, Interrupted, Outcome, Settings, Status
 
 from ..check import check
 from ..kernel import KernelError
@@ -30,15 +30,26 @@ class Lane:
     device: int | None
     settings: Settings
     worker: GpuWorker | None = None
+    interrupted: bool = False
 
     @property
     def name(self) -> str:
         return f"gpu{self.device}" if self.device is not None else "replay"
 
     def gpu(self) -> GpuWorker:
+        if self.interrupted:
+            raise Interrupted(f"{self.name} was stopped")
         if self.worker is None:
             self.worker = GpuWorker(self.device)
+            if self.interrupted:  # interrupt() ran while the worker was being made
+                self.worker.interrupt()
         return self.worker
+
+    def interrupt(self) -> None:
+        """From another thread: kill the worker now; the evaluation in flight raises Interrupted."""
+        self.interrupted = True
+        if (worker := self.worker) is not None:
+            worker.interrupt()
 
     def close(self) -> None:
         if self.worker is not None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-from sandbox import Outcome, SandboxError, Settings, Status, nvrtc_version
+from sandbox import Interrupted, Outcome, SandboxError, Settings, Status, nvrtc_version
 
 from ..files import write_atomic
 from ..optimize.session import recording_path
@@ -24,6 +24,7 @@ from .report import write_report
 from .results import TaskResult
 
 Event = Callable[[str, str], None]  # (lane name, what it is doing now)
+STOP_GRACE_S = 15.0  # how long an interrupted bench waits for its lanes to leave their tasks
 
 
 class Bench:
@@ -40,6 +41,7 @@ class Bench:
         devices = config.gpus if config.executor == "gpu" else [None]
         self.lanes = [Lane(device, settings) for device in devices]
         self.gpu_info: dict | None = None
+        self.stopping = threading.Event()
 
     def run(self, on_event: Event | None = None, on_result: Callable[[TaskResult], None] | None = None,
             notice: Callable[[str], None] | None = None) -> list[TaskResult]:
@@ -52,35 +54,57 @@ class Bench:
         for item in self.tasks:
             if item[1].name not in done:
                 todo.put(item)
-        threads = [threading.Thread(target=self._lane_loop, args=(lane, todo), daemon=True) for lane in self.lanes]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            while thread.is_alive():  # a timed join keeps Ctrl-C working
-                thread.join(0.2)
+        # Each lane says when it has ended. Not Thread.join: a join that Ctrl-C interrupts can leave
+        # its thread marked stopped while it still runs (seen on CPython 3.11).
+        ended = [threading.Event() for _ in self.lanes]
+        for lane, lane_ended in zip(self.lanes, ended):
+            threading.Thread(target=self._lane_loop, args=(lane, todo, lane_ended), daemon=True).start()
+        try:
+            for lane_ended in ended:
+                while not lane_ended.wait(0.2):  # a timed wait keeps Ctrl-C working
+                    pass
+        except KeyboardInterrupt:
+            self._stop(ended)
+            raise
         return self.write_report()
 
-    def _lane_loop(self, lane: Lane, todo: queue.Queue) -> None:
-        if lane.device is not None:
-            try:
-                info = lane.gpu().start()
-            except SandboxError as exc:
-                self.notice(f"{lane.name}: its worker does not start ({exc}); the other lanes take its tasks")
-                return
-            self.gpu_info = self.gpu_info or info
+    def _stop(self, ended: list[threading.Event]) -> None:
+        """Kill the workers and let the lanes leave their tasks unfinished: the task in flight is
+        dropped (its worker was killed under it, so its outcome would be false), the optimize journals
+        keep what they hold, and --resume redoes the rest. A second Ctrl-C stops waiting."""
+        self.stopping.set()
+        for lane in self.lanes:
+            lane.interrupt()
+        deadline = time.monotonic() + STOP_GRACE_S
+        for lane_ended in ended:
+            lane_ended.wait(max(0.0, deadline - time.monotonic()))
+
+    def _lane_loop(self, lane: Lane, todo: queue.Queue, ended: threading.Event) -> None:
         try:
-            while True:
+            if lane.device is not None:
+                try:
+                    info = lane.gpu().start()
+                except SandboxError as exc:
+                    self.notice(f"{lane.name}: its worker does not start ({exc}); the other lanes take its tasks")
+                    return
+                self.gpu_info = self.gpu_info or info
+            while not self.stopping.is_set():
                 try:
                     file, task = todo.get_nowait()
                 except queue.Empty:
                     return
                 self.on_event(lane.name, f"{task.name} ({self.config.mode})")
                 result = self._one(lane, file, task)
+                if self.stopping.is_set():
+                    return
                 write_atomic(self.run_dir / "tasks" / f"{task.name}.json", result.model_dump_json(indent=1).encode())
                 self.on_result(result)
+        except Interrupted:
+            pass
         finally:
             lane.close()
             self.on_event(lane.name, "done")
+            ended.set()
 
     def _one(self, lane: Lane, file: Path, task: Task) -> TaskResult:
         level = file.parent.name
@@ -89,13 +113,17 @@ class Bench:
             if self.config.mode == "kernels":
                 return ready_made(task, level, Path(self.config.kernels), lane)
             if self.config.mode == "optimize":
-                progress = lambda state, attempts: self.on_event(  # noqa: E731
-                    lane.name, f"{task.name} (optimize {len(state.attempts)}/{self.config.budget})")
+                def progress(state, attempts):
+                    if self.stopping.is_set():  # between two batches: the journal holds the last one
+                        raise Interrupted(task.name)
+                    self.on_event(lane.name, f"{task.name} (optimize {len(state.attempts)}/{self.config.budget})")
                 return optimized(task, file, level, lane, self.run_dir / "optimize", self.config.budget,
                                  self.config.strategy, self.config.seed, self.config.llm,
                                  lambda text: self.notice(f"{task.name}: {text}"), progress)
             return as_written(task, level, lane)
         except Exception as exc:  # noqa: BLE001 - one task's failure must not stop the others
+            if self.stopping.is_set():  # a consequence of the stop, not the task's failure
+                raise Interrupted(task.name) from exc
             (self.run_dir / "tasks").mkdir(parents=True, exist_ok=True)
             (self.run_dir / "tasks" / f"{task.name}.error.txt").write_text(traceback.format_exc())
             lane.close()  # a fresh worker for the next task

@@ -176,6 +176,55 @@ def test_tasks_are_spread_over_the_gpus_and_a_crash_costs_only_its_task(tmp_path
     assert json.loads((tmp_path / "t" / "results.json").read_text())["environment"]["name"] == "Fake GPU"
 
 
+def test_an_interrupt_drops_the_tasks_in_flight_and_resume_redoes_them(tmp_path, monkeypatch):
+    """Ctrl-C while both lanes are inside an evaluation: the workers are killed at once, nothing is
+    written for the interrupted tasks (their killed workers are not their kernels' fault), the lanes
+    end, and --resume does every task."""
+    import _thread
+    import functools
+    import threading
+
+    from sandbox import GpuWorker
+    from tests.sandbox import fake_workers
+
+    monkeypatch.setattr(evaluate, "GpuWorker", functools.partial(GpuWorker, target=fake_workers.busy))
+    in_flight = threading.Semaphore(0)
+
+    def busy_as_written(task, level, lane):
+        worker = lane.gpu()
+        in_flight.release()
+        worker.call("evaluate", {}, 120.0)
+        return TaskResult(task=task.name, level=level, mode="as-written", kernel="k", status=Status.ok,
+                          time_ms=1.0, baseline_ms=2.0, gpu=lane.device)
+
+    def interrupt_when_both_lanes_are_busy():
+        for _ in range(2):
+            in_flight.acquire(timeout=60)
+        time.sleep(0.2)
+        _thread.interrupt_main()
+
+    monkeypatch.setattr(runner, "as_written", busy_as_written)
+    config = BenchConfig(run_id="t", paths=[str(LEVEL1)], mode="as-written", executor="gpu", gpus=[0, 1])
+    folder = tmp_path / "t"
+    folder.mkdir()
+    bench = runner.Bench(config, folder)
+    threading.Thread(target=interrupt_when_both_lanes_are_busy, daemon=True).start()
+    began = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        bench.run()
+    assert time.perf_counter() - began < 30  # not the minute each evaluation would take
+    assert all(lane.worker is None for lane in bench.lanes)
+    assert not (folder / "tasks").exists() or not any((folder / "tasks").iterdir())
+
+    monkeypatch.setattr(runner, "as_written", lambda task, level, lane: TaskResult(
+        task=task.name, level=level, mode="as-written", kernel="k", status=Status.ok, time_ms=1.0,
+        baseline_ms=2.0, gpu=lane.device))
+    monkeypatch.setattr(evaluate, "GpuWorker", FakeWorker)
+    results = runner.Bench(config, folder).run()
+    assert len(results) == len(list(LEVEL1.glob("*.yaml")))
+    assert all(r.status is Status.ok for r in results)
+
+
 @pytest.mark.parametrize("args, code, message", [
     (["--optimize", "--kernels", READY_MADE], 2, "choose one"),
     (["--budget", "0", "--optimize"], 2, "--budget must be at least 1"),

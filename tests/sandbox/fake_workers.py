@@ -55,3 +55,15 @@ def timed(conn, device):
             timings.append(dict(median_ms=median, p10_ms=median, p90_ms=median, min_ms=median, max_ms=median,
                                 repetitions=10))
         conn.send(("done", {"status": "ok", "timings": timings, "sizes_checked": ["all"], "deterministic": True}))
+
+
+def busy(conn, device):
+    """Takes a minute over every evaluation, beating as it goes (a slow kernel, not a hung one)."""
+    conn.send(("ready", {"uuid": "fake-busy", "name": "Fake GPU"}))
+    while True:
+        kind, payload = conn.recv()
+        if kind == "stop":
+            return
+        conn.send(("beat", "launch", 120.0))
+        time.sleep(60)
+        conn.send(("done", {"status": "ok"}))

@@ -1,10 +1,11 @@
 """The watchdog: hangs and deaths become typed replies, and the next call gets a fresh worker."""
 
+import threading
 import time
 
 import pytest
 
-from sandbox import GpuWorker, SandboxError, Status, outcome_from_reply
+from sandbox import GpuWorker, Interrupted, SandboxError, Status, outcome_from_reply
 from tests.sandbox import fake_workers
 
 
@@ -44,3 +45,18 @@ def test_a_healthy_worker_is_reused():
 def test_a_worker_that_cannot_start_is_a_sandbox_error():
     with pytest.raises(SandboxError, match="no CUDA device"):
         GpuWorker(target=fake_workers.broken).start()
+
+
+def test_an_interrupt_stops_the_call_in_flight_without_blaming_the_kernel():
+    """Ctrl-C in a bench kills the worker from another thread: the call raises Interrupted (no
+    timeout or runtime_error outcome that a journal could record), and nothing restarts it."""
+    with GpuWorker(target=fake_workers.busy) as worker:
+        worker.start()
+        threading.Timer(0.3, worker.interrupt).start()
+        began = time.perf_counter()
+        with pytest.raises(Interrupted):
+            worker.call("evaluate", {}, 5.0)
+        assert time.perf_counter() - began < 5
+        with pytest.raises(Interrupted):
+            worker.call("evaluate", {}, 5.0)
+        assert worker.starts == 1

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import os
-import tempfile
+import uuid
 from pathlib import Path
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write `data` to a temporary file beside `path`, then move it into place in one step."""
+    """Write `data` to a temporary file beside `path`, then move it into place in one step. The file
+    gets the permissions any new file gets (the umask's), not a private temporary file's 0600."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:12]}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

@@ -164,3 +164,19 @@ def test_the_bar_chart_marks_failures_red_and_suspects_orange():
     assert render_bars([], [], [], [], "").shape == (BARS_HEIGHT, WIDTH, 3)
     wide = render_bars([f"t{i}" for i in range(200)], [1.5] * 200, [False] * 200, [False] * 200)
     assert wide.shape[1] > WIDTH
+
+
+def test_the_published_h200_bench_is_rebuilt_exactly_from_its_task_records(tmp_path):
+    """`kagent bench tasks/level1 --optimize --budget 40` on the H200 (2026-11-30), kept in
+    tests/data/h200: its metrics and report.md follow from its task records alone, so the figures in
+    the docs were not edited by hand and the kagent-bench/1 records still load."""
+    from tests.paths import ROOT
+
+    published = ROOT / "tests" / "data" / "h200" / "bench_level1_optimize"
+    doc = json.loads((published / "results.json").read_text())
+    fields = set(TaskResult.model_fields)
+    results = [TaskResult(**{k: v for k, v in r.items() if k in fields}) for r in doc["tasks"]]
+    write_report(tmp_path, results, doc["environment"], doc["title"], doc["unfinished"])
+    assert json.loads((tmp_path / "results.json").read_text()) == doc
+    assert (tmp_path / "report.md").read_text() == (published / "report.md").read_text()
+    assert doc["metrics"]["correct"] == 15 and doc["environment"]["name"] == "NVIDIA H200"

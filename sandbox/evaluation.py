@@ -27,6 +27,17 @@ HOST_CACHE_ENTRIES = 24  # inputs and references of a task's sizes, two seeds ea
 _HOST_CACHE: OrderedDict = OrderedDict()
 
 
+_PINNED_POOL_TASK: list = [None]  # the task (its reference) whose downloads the pinned pool was sized for
+
+
+def _pinned_pool_for(reference) -> None:
+    """Downloads reuse page-locked host memory across one task's candidates. When another task comes,
+    the free blocks the last one left are handed back to the system: they fit its sizes, not these."""
+    if _PINNED_POOL_TASK[0] != reference:
+        cp.get_default_pinned_memory_pool().free_all_blocks()
+        _PINNED_POOL_TASK[0] = reference
+
+
 def _remember(key: tuple, value: dict) -> None:
     _HOST_CACHE[key] = value
     while len(_HOST_CACHE) > HOST_CACHE_ENTRIES:
@@ -56,6 +67,7 @@ class Evaluation:
     def __init__(self, request: Request, beat: Beat):
         self.req, self.beat, self.s = request, beat, request.settings
         self.reference = load_function(request.reference)
+        _pinned_pool_for(request.reference)
         self.program_label = ""
         self._functions: dict[str, list] = {}
         self.sizes_checked: list[str] = []

@@ -21,7 +21,10 @@ CHEATS = {
     "untouched_output.cu": (Status.wrong_result, "check"),
     "modifies_input.cu": (Status.wrong_result, "inputs"),
     "out_of_bounds_write.cu": (Status.wrong_result, "guard"),
-    "race.cu": (Status.nondeterministic, None),
+    # Rejected either way; its class depends on timing. Alone it is `nondeterministic`. Right after
+    # other cheats, in a warm worker with fast (pinned) downloads, runs 2 to 5 came out identical on
+    # the H200 and only the first differed, which reads as `wrong_result` "the first launch differs".
+    "race.cu": ((Status.nondeterministic, Status.wrong_result), None),
     "timed_size_only.cu": (Status.wrong_result, "check"),
     "first_launch_only.cu": (Status.wrong_result, None),
     "cached_result.cu": (Status.wrong_result, None),
@@ -39,7 +42,10 @@ def test_cheat_is_caught_and_sandbox_recovers(name, layernorm, worker):
     began = time.perf_counter()
     outcome = check(layernorm, KERNELS / name, worker=worker, settings=FAST)
     print(f"\nVERDICT {name}: {outcome.status.value} in {time.perf_counter() - began:.2f} s: {outcome.message}")
-    assert outcome.status is expected, outcome.model_dump_json(indent=2)
+    if isinstance(expected, tuple):  # varying output: either class, with the evidence that it varied
+        assert outcome.status in expected and "differ" in outcome.message, outcome.model_dump_json(indent=2)
+    else:
+        assert outcome.status is expected, outcome.model_dump_json(indent=2)
     if phase is not None:
         assert outcome.mismatch is not None and outcome.mismatch.phase == phase
     starts, began = worker.starts, time.perf_counter()

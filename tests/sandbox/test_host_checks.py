@@ -101,3 +101,13 @@ def test_same_bytes_sees_a_difference_anywhere_including_the_ragged_tail():
     assert not same_bytes(a, a[:-1])
     nan = np.array([np.nan], dtype=np.float32)
     assert same_bytes(nan, nan.copy())  # bits, not values: NaN equals itself
+
+
+def test_same_bytes_on_an_array_checked_in_pieces():
+    """Larger than one piece: the difference is found in the first, a middle and the last piece."""
+    a = np.arange(CHUNK * 3 + 5, dtype=np.float64)
+    assert same_bytes(a, a.copy())
+    for index in (0, CHUNK + 7, CHUNK * 3 - 1):
+        b = a.copy()
+        b[index] = -b[index] - 1
+        assert not same_bytes(a, b)

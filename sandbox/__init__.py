@@ -21,8 +21,8 @@ from .toolchain import ToolchainError, detect_arch, gpu_count, include_dirs, nvr
 
 __all__ = [
     "Buffer", "CompileResult", "DTYPES", "DirectiveError", "Directives", "ExprError", "GpuWorker",
-    "Init", "Interrupted", "KernelResources", "Knob", "LaunchPlanError", "Mismatch", "Outcome", "Program", "Request",
-    "Roofline", "SPECIALISTS", "SandboxError", "Settings", "SizeCase", "Status", "Timing",
+    "Init", "Interrupted", "KernelResources", "Knob", "LaunchPlanError", "Mismatch", "Outcome", "Program",
+    "Request", "Roofline", "SPECIALISTS", "SandboxError", "Settings", "SizeCase", "Status", "Timing",
     "ToolchainError", "ceilings", "compile_many", "compile_source", "detect_arch", "evaluate", "gpu_count",
     "evaluate_int", "expr_names", "include_dirs", "nvrtc_version", "outcome_from_reply",
     "parse_directives", "plan", "roofline", "target_arch", "trim_log", "trivial_passes",

@@ -27,15 +27,16 @@ HOST_CACHE_ENTRIES = 24  # inputs and references of a task's sizes, two seeds ea
 _HOST_CACHE: OrderedDict = OrderedDict()
 
 
-_PINNED_POOL_TASK: list = [None]  # the task (its reference) whose downloads the pinned pool was sized for
+_pinned_pool_task: str | None = None  # the task (its reference) whose downloads the pinned pool holds
 
 
-def _pinned_pool_for(reference) -> None:
+def _pinned_pool_for(reference: str) -> None:
     """Downloads reuse page-locked host memory across one task's candidates. When another task comes,
     the free blocks the last one left are handed back to the system: they fit its sizes, not these."""
-    if _PINNED_POOL_TASK[0] != reference:
+    global _pinned_pool_task
+    if _pinned_pool_task != reference:
         cp.get_default_pinned_memory_pool().free_all_blocks()
-        _PINNED_POOL_TASK[0] = reference
+        _pinned_pool_task = reference
 
 
 def _remember(key: tuple, value: dict) -> None:

@@ -446,20 +446,36 @@ def _sigterm_as_interrupt():
 
 
 def _bench_progress(config, total: int, done: int):
-    """One bar for the suite, one line per GPU (its current task)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    """One bar for the suite; one line per GPU with its current task and how long it has run."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+    from rich.text import Text
+
+    class SuiteOnly(ProgressColumn):
+        """A column shown on the suite's line only (a lane has no count to show)."""
+
+        def __init__(self, column: ProgressColumn):
+            super().__init__()
+            self.column = column
+
+        def render(self, task):
+            return self.column.render(task) if task.total is not None else Text("")
 
     @contextlib.contextmanager
     def show():
-        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        columns = (TextColumn("{task.description}"), SuiteOnly(BarColumn()), SuiteOnly(MofNCompleteColumn()),
+                   TimeElapsedColumn())
         with Progress(*columns, console=console, transient=False) as progress:
             bar = progress.add_task(f"bench ({config.mode}, {config.executor})", total=total, completed=done)
-            lanes = {}
+            lanes, current = {}, {}
 
             def on_event(lane, text):
+                description, task_name = f"  {lane}: {text}", text.split(" ")[0]
                 if lane not in lanes:
-                    lanes[lane] = progress.add_task(f"  {lane}: {text}", total=None)
-                progress.update(lanes[lane], description=f"  {lane}: {text}")
+                    lanes[lane] = progress.add_task(description, total=None)
+                elif current[lane] != task_name:  # a new task: its own clock; none once the lane is done
+                    progress.reset(lanes[lane], total=None, start=text != "done")
+                current[lane] = task_name
+                progress.update(lanes[lane], description=description)
 
             def on_result(result):
                 speed = f", {result.speedup:.2f}x" if result.speedup else ""

@@ -56,6 +56,8 @@ def test_a_suite_as_written_on_the_recorded_sweeps(tmp_path):
     result = kagent("bench", LEVEL2, "--out", tmp_path)
     assert result.exit_code == 0, result.output
     assert "replaying the recorded H200 sweeps" in " ".join(result.output.split())
+    lane_line = next(line for line in result.output.splitlines() if "replay: done" in line)
+    assert "0/?" not in lane_line and "━" not in lane_line  # a lane shows its task and clock, no count
     folder = bench_dir(tmp_path)
     doc, tasks, rows, report = read(folder)
     names = sorted(p.stem for p in LEVEL2.glob("*.yaml"))

@@ -534,7 +534,8 @@ def suite_table(
     from rich.table import Table
 
     from .optimize.session import RECORDINGS
-    from .suite_table import HEADERS, row, tasks_with_recordings
+    from .suite_table import HEADERS, row
+    from .sweep import SweepCache, tasks_with_recordings
 
     found = tasks_with_recordings(path, recordings or RECORDINGS)
     if not found:
@@ -547,9 +548,10 @@ def suite_table(
         table.add_column(header)
     worker = None if recorded else GpuWorker(device)
     try:
-        for file, task, cache in found:
+        for _, task, recording in found:
             if worker is not None:
                 console.print(f"measuring {task.name} ...", highlight=False)
+            cache = SweepCache.model_validate_json(recording.read_text())
             if r := row(task, cache, worker, Settings(budget_ms=budget_ms)):
                 table.add_row(*r.cells())
     except (KernelError, BaselineError) as exc:
@@ -582,14 +584,11 @@ def replay_bench(
     from .optimize.executors import ExecutorError, ReplayExecutor
     from .optimize.session import RECORDINGS
     from .optimize.space import Space
+    from .sweep import tasks_with_recordings
 
     folder = recordings or RECORDINGS
     usable: dict[str, tuple[Path, Path, str]] = {}
-    for file in discover(path):
-        task = load_task(file)
-        recording = folder / f"{task.name}.json"
-        if task.name in usable or not recording.exists():
-            continue
+    for file, task, recording in tasks_with_recordings(path, folder):
         try:
             ReplayExecutor(task, Space.of_task(task, generic=False), recording)
         except ExecutorError as exc:

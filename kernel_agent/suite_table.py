@@ -4,13 +4,12 @@ function in one run on a GPU, or as recorded), speedup, roofline fraction (`kage
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from sandbox import GpuWorker, Outcome, Settings
 
 from .check import check
 from .sweep import SweepCache, best, candidates
-from .task import Task, discover, load_task
+from .task import Task
 
 
 @dataclass
@@ -35,18 +34,6 @@ class Row:
 
 HEADERS = ["task", "baseline ms", "best variant (knobs)", "best ms", "speedup", "roofline", "library ms",
            "vs library"]
-
-
-def tasks_with_recordings(path: Path, recordings: Path) -> list[tuple[Path, Task, SweepCache]]:
-    found, names = [], set()
-    for file in discover(path):
-        task = load_task(file)
-        recording = recordings / f"{task.name}.json"
-        if task.name in names or not recording.exists():
-            continue
-        names.add(task.name)
-        found.append((file, task, SweepCache.model_validate_json(recording.read_text())))
-    return found
 
 
 def row(task: Task, cache: SweepCache, worker: GpuWorker | None, settings: Settings) -> Row | None:

@@ -22,7 +22,7 @@ from sandbox import GpuWorker, Outcome, Settings, Status, ceilings, compile_many
 from .check import compile_and_plan, run
 from .files import write_atomic
 from .kernel import Kernel, load_kernel
-from .task import Task
+from .task import Task, load_suite
 
 FORMAT = "kagent-sweep/1"
 
@@ -137,6 +137,12 @@ def _open(out: Path, task: Task, task_file: Path, arch: str, worker: GpuWorker |
 
 def _save(cache: SweepCache, out: Path) -> None:
     write_atomic(out, json.dumps(cache.model_dump(mode="json"), indent=1).encode())
+
+
+def tasks_with_recordings(path: Path, recordings: Path) -> list[tuple[Path, Task, Path]]:
+    """(file, task, its recorded sweep) for every task under `path` that has one in `recordings`."""
+    return [(file, task, recordings / f"{task.name}.json") for file, task in load_suite([path])
+            if (recordings / f"{task.name}.json").exists()]
 
 
 def best(cache: SweepCache) -> SweepRecord | None:

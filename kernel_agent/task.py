@@ -180,3 +180,16 @@ def discover(folder: str | Path) -> list[Path]:
     if folder.is_file():
         return [folder]
     return sorted(p for p in folder.rglob("*.yaml") if not p.name.startswith("."))
+
+
+def load_suite(paths: list[str | Path]) -> list[tuple[Path, Task]]:
+    """(file, task) for every task file under the paths, in order; a task name seen twice is kept
+    once (the first). Raises TaskError for a file that does not load."""
+    found, names = [], set()
+    for path in paths:
+        for file in discover(path):
+            task = load_task(file)
+            if task.name not in names:
+                names.add(task.name)
+                found.append((file, task))
+    return found

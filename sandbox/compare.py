@@ -28,8 +28,7 @@ def same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
     a64, b64 = a[:wide].view(np.uint64), b[:wide].view(np.uint64)
     if a64.size <= CHUNK:
         return np.array_equal(a64, b64)
-    pieces = [slice(i, i + CHUNK) for i in range(0, a64.size, CHUNK)]
-    return all(_POOL.map(lambda s: np.array_equal(a64[s], b64[s]), pieces))
+    return all(_POOL.map(lambda s: np.array_equal(a64[s], b64[s]), _pieces(a64.size)))
 
 
 def compare(buffer: Buffer, got_storage: np.ndarray, expected: np.ndarray) -> Mismatch | None:
@@ -46,8 +45,11 @@ def compare(buffer: Buffer, got_storage: np.ndarray, expected: np.ndarray) -> Mi
 
 def _count_bad_parallel(buffer: Buffer, got_storage: np.ndarray, expected: np.ndarray) -> int:
     got, want = got_storage.reshape(-1), expected.reshape(-1)
-    pieces = [slice(i, i + CHUNK) for i in range(0, got.size, CHUNK)]
-    return sum(_POOL.map(lambda s: _count_bad(buffer, got[s], want[s]), pieces))
+    return sum(_POOL.map(lambda s: _count_bad(buffer, got[s], want[s]), _pieces(got.size)))
+
+
+def _pieces(size: int) -> list[slice]:
+    return [slice(i, i + CHUNK) for i in range(0, size, CHUNK)]
 
 
 def _count_bad(buffer: Buffer, got_storage: np.ndarray, expected: np.ndarray) -> int:

@@ -12,11 +12,9 @@ from sandbox import gpu_count
 
 from ..files import new_folder, write_atomic
 from ..optimize.executors import ExecutorError
-from ..optimize.session import check_strategy
-from ..task import Task, discover, load_task
+from ..optimize.session import EXECUTORS, check_strategy
+from ..task import Task, load_suite
 from .results import TaskResult
-
-EXECUTORS = ("auto", "gpu", "replay")
 
 
 class BenchInputError(ValueError):
@@ -48,15 +46,10 @@ class BenchConfig(BaseModel):
 
 def suite_tasks(paths: list[str]) -> list[tuple[Path, Task]]:
     """Every task file under the paths, in order; a task name seen twice is kept once (the first)."""
-    found, names = [], set()
     for path in paths:
         if not Path(path).exists():
             raise BenchInputError(f"{path}: no such task file or folder")
-        for file in discover(path):
-            task = load_task(file)
-            if task.name not in names:
-                names.add(task.name)
-                found.append((file, task))
+    found = load_suite(paths)
     if not found:
         raise BenchInputError(f"no task files (*.yaml) under {', '.join(paths)}")
     return found
@@ -112,7 +105,7 @@ def parse_gpus(text: str | None, visible: int) -> list[int]:
     unknown = [d for d in devices if d < 0 or d >= visible]
     if unknown:
         raise ExecutorError(f"--gpus {text}: this machine has {visible} visible GPU(s) (indices 0..{visible - 1}); "
-                         f"no GPU {', '.join(map(str, unknown))}")
+                            f"no GPU {', '.join(map(str, unknown))}")
     return devices
 
 

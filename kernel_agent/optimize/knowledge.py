@@ -44,12 +44,20 @@ class Rule:
 @dataclass
 class KnowledgeBase:
     observations: dict[Candidate, Status] = field(default_factory=dict)
-    rules: list[Rule] = field(default_factory=list)
     _pruned: Counter = field(default_factory=Counter)
+    _rules: list[Rule] | None = None  # derived from the observations when next asked
+
+    @property
+    def rules(self) -> list[Rule]:
+        """Derived once per change of the observations, not per observation: a warm start feeds in
+        every earlier run's verdicts one by one."""
+        if self._rules is None:
+            self._rules = self._derive()
+        return self._rules
 
     def observe(self, candidate: Candidate, status: Status) -> None:
         self.observations[candidate] = status
-        self.rules = self._derive()
+        self._rules = None
 
     def blocking_rule(self, candidate: Candidate) -> Rule | None:
         for rule in self.rules:

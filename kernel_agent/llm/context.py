@@ -3,7 +3,7 @@ against the roofline, the best attempts, the failure rules, and the last failure
 
 from __future__ import annotations
 
-from sandbox import Outcome
+from sandbox import Outcome, Status
 
 from ..optimize.space import Candidate, Space
 from ..optimize.strategies import Attempt, SearchState
@@ -20,7 +20,7 @@ def prompt_context(task: Task, space: Space, state: SearchState, parent: Candida
     parent_attempt = next((a for a in state.attempts if a.candidate == parent), None)
     rules = [f"{rule.as_dont()} (pruned {rule.pruned} proposals)" for rule in state.kb.rules] + learned
     failures = [f"{a.candidate.label()}: {a.outcome.status.value}: {(a.outcome.log or a.outcome.message)[:LOG_CHARS]}"
-                for a in state.attempts if a.ms is None and a.outcome.status.value != "not_run"][-RECENT_FAILURES:]
+                for a in state.attempts if a.ms is None and a.outcome.status is not Status.not_run][-RECENT_FAILURES:]
     return {
         "task": task_context(task),
         "parent_source": parent_view(space, parent),

@@ -83,6 +83,18 @@ class SearchState:
         return found
 
 
+def kernels_as_written(state: SearchState, taken: set[Candidate], count: int, note: str) -> list[Proposal]:
+    """Up to `count` of the task's kernel files with their declared knob values, those not in `taken`
+    (which gains them): the structures to measure before tuning any of them."""
+    out = []
+    for label in state.space.kernels:
+        default = state.space.default(label)
+        if default not in taken and len(out) < count:
+            out.append(Proposal(default, note=note))
+            taken.add(default)
+    return out
+
+
 class Strategy:
     name = ""
 

@@ -9,12 +9,12 @@ with distance from everything tried. Rank rewards then train the specialists tha
 
 from __future__ import annotations
 
-from sandbox import SPECIALISTS
+from sandbox import SPECIALISTS, Status
 
 from ..planner import EXPLOIT, STALL_EVALUATIONS, Planner
 from ..policy import PolicyBook
 from ..specialists import Specialist
-from . import Attempt, Proposal, SearchState, Strategy
+from . import Attempt, Proposal, SearchState, Strategy, kernels_as_written
 
 OPTIONS_PER_SLOT = 8
 NOVELTY_WEIGHT = 0.5
@@ -34,13 +34,8 @@ class AgentStrategy(Strategy):
         self._batches = 0
 
     def propose(self, state: SearchState, count: int) -> list[Proposal]:
-        out: list[Proposal] = []
         taken = set(state.seen)
-        for label in state.space.kernels:  # every kernel file as written: structure before tuning
-            default = state.space.default(label)
-            if default not in taken and len(out) < count:
-                out.append(Proposal(default, note="kernel as written"))
-                taken.add(default)
+        out = kernels_as_written(state, taken, count, "kernel as written")
         if out:  # tune once the kernels as written have been measured: they are the parents
             return out
         self._batches += 1
@@ -150,5 +145,5 @@ class AgentStrategy(Strategy):
 
 def _never_worked(state: SearchState) -> set[str]:
     """Kernel files that have failed and never been correct."""
-    failed = {a.candidate.kernel for a in state.attempts if a.ms is None and a.outcome.status.value != "not_run"}
+    failed = {a.candidate.kernel for a in state.attempts if a.ms is None and a.outcome.status is not Status.not_run}
     return failed - {a.candidate.kernel for a in state.attempts if a.ms is not None}

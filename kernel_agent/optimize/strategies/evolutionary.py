@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..space import Candidate
-from . import Proposal, SearchState, Strategy
+from . import Proposal, SearchState, Strategy, kernels_as_written
 
 ELITES = 4
 TRIES = 20
@@ -13,14 +13,9 @@ class EvolutionaryStrategy(Strategy):
     name = "evolutionary"
 
     def propose(self, state: SearchState, count: int) -> list[Proposal]:
-        rng, space = state.rng, state.space
-        out: list[Proposal] = []
+        rng = state.rng
         taken = set(state.seen)
-        for label in space.kernels:  # the first generation: every kernel file as written
-            default = space.default(label)
-            if default not in taken and len(out) < count:
-                out.append(Proposal(default, note="initial population"))
-                taken.add(default)
+        out = kernels_as_written(state, taken, count, "initial population")  # the first generation
         elites = [a.candidate for a in state.correct()[:ELITES]]
         while len(out) < count:
             child = None

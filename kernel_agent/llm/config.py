@@ -11,16 +11,12 @@ The config file is TOML, by default `$KAGENT_CONFIG` or `~/.config/kagent/config
 from __future__ import annotations
 
 import os
+import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pydantic
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    tomllib = None
 
 NO_KEY = "not-needed"  # local servers accept any key, but the SDK insists on one
 FILE_KEYS = ("model", "base_url", "api_key", "timeout_s", "max_attempts", "token_budget", "temperature",
@@ -56,8 +52,6 @@ def default_config_path(env: Mapping[str, str]) -> Path:
 
 def read_config_file(path: Path) -> dict[str, Any]:
     """The `[llm]` table of a TOML file; {} when the file has none."""
-    if tomllib is None:
-        raise LLMConfigError(f"{path}: reading TOML needs Python 3.11 or newer")
     try:
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as exc:

@@ -3,6 +3,7 @@ of the sweep's best, and how good each is after 25 evaluations (`kagent replay-b
 
 from __future__ import annotations
 
+import copy
 import statistics
 import tempfile
 from dataclasses import dataclass, field
@@ -111,8 +112,7 @@ def bench_task(task_file: Path, recording: Path, seeds: int, strategies=("agent"
                     run_replay(other, other_recording, "agent", seed, EARLY, Path(tmp) / "train",
                                           policies=policies)
             for seed in range(seeds):
-                warm = PolicyBook(policies={s: type(p)({k: dict(v) for k, v in p.logits.items()})
-                                            for s, p in policies.policies.items()})
+                warm = copy.deepcopy(policies)  # each seed starts from the trained policies
                 result, _ = run_replay(task_file, recording, "agent", seed, size, Path(tmp) / "warm", policies=warm)
                 row.warm_to_target.append(evaluations_to(result.state.attempts, target))
                 row.warm_to_best.append(evaluations_to(result.state.attempts, row.best_ms))

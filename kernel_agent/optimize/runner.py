@@ -11,6 +11,7 @@ from typing import Callable
 
 from sandbox import Outcome, Status
 
+from ..files import write_atomic
 from .knowledge import KnowledgeBase
 from .rewards import rank_rewards
 from .space import Candidate, Space
@@ -43,7 +44,7 @@ class RunConfig:
     llm_every: int = 2
 
     def save(self, run_dir: Path) -> None:
-        (run_dir / "run.json").write_text(json.dumps(asdict(self), indent=1))
+        write_atomic(run_dir / "run.json", json.dumps(asdict(self), indent=1).encode())
 
     @classmethod
     def load(cls, run_dir: Path) -> "RunConfig":
@@ -149,7 +150,6 @@ def _record(config, executor, state: SearchState, journal: Journal, store: Store
         store.add(config.run_id, config.task, config.arch, executor.name, attempt)
 
 
-
 def _earlier_observations(config: RunConfig, executor, store: Store, run_dir: Path):
     """Earlier runs' verdicts on this task, as they were when this run started (kept in the run
     folder, so a resumed run starts from the same knowledge)."""
@@ -159,5 +159,5 @@ def _earlier_observations(config: RunConfig, executor, store: Store, run_dir: Pa
     else:
         rows = [[c.kernel, c.values, status]
                 for c, status in store.earlier_statuses(config.task, config.arch, executor.name, config.run_id)]
-        snapshot.write_text(json.dumps(rows))
+        write_atomic(snapshot, json.dumps(rows).encode())
     return [(Candidate.make(kernel, knobs), status) for kernel, knobs, status in rows]

@@ -17,6 +17,7 @@ from .launch import LaunchPlanError, plan
 from .outcome import KernelResources, Mismatch, Outcome, Roofline, Status, Timing, trim_log
 from .probe import trivial_passes
 from .problem import Buffer, Init, Program, Request, Settings, SizeCase
+from .redact import redact, register_secret, strip_url_credentials
 from .toolchain import ToolchainError, detect_arch, gpu_count, include_dirs, nvrtc_version, target_arch
 
 __all__ = [
@@ -25,5 +26,6 @@ __all__ = [
     "Request", "Roofline", "SPECIALISTS", "SandboxError", "Settings", "SizeCase", "Status", "Timing",
     "ToolchainError", "ceilings", "compile_many", "compile_source", "detect_arch", "evaluate", "gpu_count",
     "evaluate_int", "expr_names", "include_dirs", "nvrtc_version", "outcome_from_reply",
-    "parse_directives", "plan", "roofline", "target_arch", "trim_log", "trivial_passes",
+    "parse_directives", "plan", "redact", "register_secret", "roofline", "strip_url_credentials", "target_arch",
+    "trim_log", "trivial_passes",
 ]

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Mapping
 
 from sandbox import (
-    GpuWorker, LaunchPlanError, Outcome, Program, Request, Settings, Status, ceilings, outcome_from_reply,
-    roofline, target_arch,
+    SUSPECT, GpuWorker, LaunchPlanError, Outcome, Program, Request, Settings, Status, ceilings,
+    outcome_from_reply, roofline, target_arch,
 )
 
 from .kernel import Kernel, load_kernel, program, size_cases, static_resource_problem
@@ -102,7 +102,7 @@ def add_speed(result: Outcome, request: Request, worker: GpuWorker) -> None:
     fraction = result.roofline.fraction
     if fraction is not None and fraction > SUSPECT_FRACTION:
         result.flags.append(
-            f"suspect: {fraction:.0%} of a measured hardware ceiling; the kernel skips work, or the "
+            f"{SUSPECT} {fraction:.0%} of a measured hardware ceiling; the kernel skips work, or the "
             "task's cost model overstates it")
 
 

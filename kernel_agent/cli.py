@@ -8,21 +8,24 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
+import shutil
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from sandbox import (
     DirectiveError, GpuWorker, SandboxError, Settings, Status, ToolchainError, ceilings, compile_source,
-    detect_arch, gpu_count, include_dirs, nvrtc_version, target_arch,
+    detect_arch, gpu_count, include_dirs, nvrtc_version, strip_url_credentials, target_arch,
 )
 
 from .check import BaselineError, check
 from .llm.config import LLMConfigError, load_llm_config
 from .optimize.session import OptimizeInputError, execute, find_run, new_config, run_folder
-from .kernel import KernelError
+from .kernel import MAX_COMBINATIONS, KernelError
 from .render import show_outcome
 from .task import TaskError, discover, load_task
 from .validate import validate_task
@@ -31,13 +34,31 @@ app = typer.Typer(help="kagent: write, repair and tune CUDA C kernels, proven co
                   no_args_is_help=True, add_completion=False, rich_markup_mode="markdown")
 tasks_app = typer.Typer(help="Work with task files.", no_args_is_help=True, rich_markup_mode="markdown")
 app.add_typer(tasks_app, name="tasks")
-console = Console()
-errors = Console(stderr=True)
+# No emoji codes (":x:" in a compile log is text) and no guessing at highlights; every piece of user or
+# compiler text that goes into a markup string is escaped (a path with "[/x]" is text too).
+console = Console(emoji=False, highlight=False)
+errors = Console(stderr=True, emoji=False, highlight=False)
 
 
 def _fail(code: int, message: str) -> None:
-    errors.print(f"[red]error:[/] {message}", highlight=False, soft_wrap=True)
+    errors.print(f"[red]error:[/] {escape(message)}", soft_wrap=True)
     raise typer.Exit(code)
+
+
+MAX_SEED = 2**63 - 1  # seeds and token budgets are stored as SQLite's signed 64-bit integers
+MAX_BUDGET = 1_000_000
+MAX_BATCH = 1024
+
+
+def _check_positive(**values: float | None) -> None:
+    """Times and budgets must be finite and above zero (`nan`, `inf` and `-5` are refused, exit 2)."""
+    for name, value in values.items():
+        if value is not None and not (math.isfinite(value) and value > 0):
+            _fail(2, f"--{name.replace('_', '-')} must be a finite number above 0, got {value}")
+
+
+def _notice(text: str) -> None:
+    errors.print(f"[yellow]{escape(text)}[/]")
 
 
 def _parse_knobs(pairs: list[str]) -> dict[str, str]:
@@ -60,7 +81,7 @@ def check_command(
     as_json: bool = typer.Option(False, "--json", help="Print the Outcome as one JSON object."),
     arch: Optional[str] = typer.Option(None, help="Target architecture, e.g. sm_90 (default: the GPU's)."),
     device: int = typer.Option(0, help="GPU index."),
-    seed: int = typer.Option(0, help="Seed of the random inputs."),
+    seed: int = typer.Option(0, min=0, max=MAX_SEED, help="Seed of the random inputs."),
     budget_ms: float = typer.Option(400.0, help="Time spent in timed launches per kernel."),
     launch_timeout: float = typer.Option(10.0, help="Seconds one launch may run before it is killed."),
 ) -> None:
@@ -70,6 +91,7 @@ def check_command(
     against the task's baseline kernel (timed in the same run), and the roofline fraction.
     Exit code 0 only for a correct kernel.
     """
+    _check_positive(budget_ms=budget_ms, launch_timeout=launch_timeout)
     try:
         task = load_task(task_file)
         if not compile_only and detect_arch(device) is None:
@@ -89,8 +111,8 @@ def check_command(
     if as_json:
         print(outcome.model_dump_json(indent=2))
     else:
-        show_outcome(outcome, console, title=f"{task.name}: {kernel or 'baseline'}")
-    if outcome.status is not Status.ok or outcome.flags:
+        show_outcome(outcome, console, title=escape(f"{task.name}: {kernel or 'baseline'}"))
+    if outcome.status is not Status.ok or outcome.suspect:
         raise typer.Exit(1)
 
 
@@ -100,22 +122,32 @@ def validate_command(
     arch: str = typer.Option("sm_90", help="Architecture the kernels are compiled for."),
     no_compile: bool = typer.Option(False, "--no-compile", help="Skip compiling the kernels."),
     all_knobs: bool = typer.Option(False, "--all-knobs", help="Compile every knob combination, not only defaults."),
+    quick: bool = typer.Option(False, "--quick", help="Run the reference only at the small check sizes, not at "
+                                                     "the timed size (faster; misses weaknesses of the timed size)."),
+    max_combinations: int = typer.Option(MAX_COMBINATIONS, min=1, help="With --all-knobs: refuse a kernel with more "
+                                                                      "knob combinations than this."),
 ) -> None:
-    """Check every task file: fields, reference, directives, and that every kernel compiles."""
+    """Check every task file: fields, reference, directives, and that every kernel compiles.
+
+    The reference runs (in a child process, with a time limit) at every size, the timed one included:
+    it must return without NaN, and a warning says when all zeros, a constant or the answer for other
+    inputs would pass the tolerance. Exit code 2 when any task is invalid.
+    """
     files = discover(path)
     if not files:
         _fail(2, f"no task files (*.yaml) under {path}")
     failed = 0
     for file in files:
-        report = validate_task(file, arch, compile_kernels=not no_compile, all_knobs=all_knobs)
+        report = validate_task(file, arch, compile_kernels=not no_compile, all_knobs=all_knobs, quick=quick,
+                               max_combinations=max_combinations)
         mark = "[green]ok[/]" if report.ok else "[red]FAIL[/]"
-        console.print(f"{mark} {file}", highlight=False)
+        console.print(f"{mark} {escape(str(file))}")
         for label, text in report.kernels.items():
-            console.print(f"    {label}: {text}", highlight=False)
+            console.print(f"    {escape(label)}: {escape(text)}")
         for error in report.errors:
-            console.print(f"    [red]{error}[/]", highlight=False)
+            console.print(f"    [red]{escape(error)}[/]")
         for warning in report.warnings:
-            console.print(f"    [yellow]warning:[/] {warning}", highlight=False)
+            console.print(f"    [yellow]warning:[/] {escape(warning)}")
         failed += not report.ok
     console.print(f"{len(files) - failed} of {len(files)} tasks valid")
     raise typer.Exit(2 if failed else 0)
@@ -131,6 +163,7 @@ def sweep_command(
     arch: Optional[str] = typer.Option(None, help="Target architecture (default: the GPU's)."),
     device: int = typer.Option(0, help="GPU index."),
     budget_ms: float = typer.Option(200.0, help="Time spent in timed launches per candidate."),
+    max_combinations: int = typer.Option(MAX_COMBINATIONS, min=1, help="Refuse a task with more knob combinations."),
 ) -> None:
     """Evaluate every knob combination of a task's kernels and record a replay cache.
 
@@ -141,6 +174,7 @@ def sweep_command(
 
     from .sweep import best, sweep
 
+    _check_positive(budget_ms=budget_ms)
     try:
         task = load_task(task_file)
     except TaskError as exc:
@@ -150,7 +184,7 @@ def sweep_command(
     arch = target_arch(arch)
     out = out or Path("results") / "sweeps" / f"{task.name}-{arch}.json"
     failures: dict[str, int] = {}
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=console) as progress:
         bar = progress.add_task(f"sweeping {task.name}", total=None)
 
@@ -162,16 +196,17 @@ def sweep_command(
 
         worker = None if compile_only else GpuWorker(device)
         try:
-            cache = sweep(task, task_file, out, variant, worker, arch, Settings(budget_ms=budget_ms), show)
+            cache = sweep(task, task_file, out, variant, worker, arch, Settings(budget_ms=budget_ms), show,
+                          max_combinations)
         except (KernelError, KeyError, ValueError, RuntimeError) as exc:
             _fail(2, str(exc))
         except KeyboardInterrupt:
-            errors.print(f"interrupted: what was measured is kept in {out}; run the same command to resume")
+            errors.print(f"interrupted: what was measured is kept in {out}; run the same command to resume", markup=False)
             raise typer.Exit(130) from None
         finally:
             if worker is not None:
                 worker.close()
-    console.print(f"{len(cache.records)} candidates recorded in {out}; this run: {failures or 'nothing new'}")
+    console.print(f"{len(cache.records)} candidates recorded in {out}; this run: {failures or 'nothing new'}", markup=False)
     if top := best(cache):
         console.print(f"best: {top.kernel} {top.knobs} {top.outcome.timing.median_ms:.4f} ms "
                       f"({top.outcome.speedup or 1:.2f}x the baseline)")
@@ -184,7 +219,7 @@ def doctor(
 ) -> None:
     """Print the GPU, driver, NVRTC and CuPy versions, a compile test, and the measured ceilings."""
     try:
-        console.print(f"NVRTC {nvrtc_version()}; headers: {', '.join(include_dirs()) or 'none found'}")
+        console.print(f"NVRTC {nvrtc_version()}; headers: {', '.join(include_dirs()) or 'none found'}", markup=False)
         arch = target_arch()
         result = compile_source('extern "C" __global__ void probe(float* x) { x[threadIdx.x] *= 2.f; }',
                                 ["probe"], arch=arch, use_cache=False)
@@ -200,7 +235,7 @@ def doctor(
     try:
         with GpuWorker(device) as worker:
             info = worker.start()
-            console.print(json.dumps(info, indent=2))
+            console.print(json.dumps(info, indent=2), markup=False)
             measured = ceilings(worker, remeasure=remeasure)
     except SandboxError as exc:
         _fail(3, str(exc))
@@ -215,23 +250,24 @@ def _doctor_llm() -> None:
     try:
         config = load_llm_config()
     except LLMConfigError as exc:
-        console.print(f"LLM: configuration error: {exc}", highlight=False)
+        console.print(f"LLM: configuration error: {exc}", markup=False)
         return
     if config is None:
         console.print("LLM: none configured (set KAGENT_LLM_MODEL and OPENAI_BASE_URL, or pass --llm to optimize)")
         return
     ok, message = LLMClient(config).probe()
-    console.print(f"LLM: {'ok' if ok else 'NOT answering'}: {message}", highlight=False)
+    console.print(f"LLM: {'ok' if ok else 'NOT answering'}: {message}", markup=False)
 
 
 @app.command()
 def optimize(
     task_file: Optional[Path] = typer.Argument(None, help="Task YAML, e.g. tasks/layernorm.yaml (not needed with --resume)."),
-    budget: Optional[int] = typer.Option(None, help="Evaluations to spend, the baseline included [default: 40]."),
+    budget: Optional[int] = typer.Option(None, min=1, max=MAX_BUDGET,
+                                         help="Evaluations to spend, the baseline included [default: 40]."),
     time_limit: Optional[float] = typer.Option(None, "--time-limit", help="Stop after this many seconds (then finish the report)."),
     strategy: str = typer.Option("agent", help="agent (planner + specialists), random, exhaustive or evolutionary."),
-    seed: int = typer.Option(0, help="Seed of the search (a replayed run is deterministic for a seed)."),
-    batch: int = typer.Option(4, help="Candidates proposed and ranked together."),
+    seed: int = typer.Option(0, min=0, max=MAX_SEED, help="Seed of the search (a replayed run is deterministic for a seed)."),
+    batch: int = typer.Option(4, min=1, max=MAX_BATCH, help="Candidates proposed and ranked together."),
     executor: str = typer.Option("auto", help="gpu (measure now), replay (a recorded sweep), or auto: the GPU if there is one."),
     recording: Optional[Path] = typer.Option(None, help="Recorded sweep to replay [default: tests/data/h200/TASK.json]."),
     fix: List[str] = typer.Option([], "--fix", help="Pin a knob, NAME=VALUE (repeatable)."),
@@ -244,8 +280,9 @@ def optimize(
     llm: Optional[str] = typer.Option(None, "--llm", help="Model name: an LLM writes and repairs kernels "
                                       "[default: KAGENT_LLM_MODEL or the config file's, if any]."),
     llm_base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint [default: OPENAI_BASE_URL]."),
-    llm_budget: Optional[int] = typer.Option(None, help="Tokens (prompt + completion) the LLM may spend in this run."),
-    llm_every: int = typer.Option(2, help="Ask the LLM for a new kernel every N batches (and whenever stalled)."),
+    llm_budget: Optional[int] = typer.Option(None, min=0, max=MAX_SEED,
+                                             help="Tokens (prompt + completion) the LLM may spend in this run."),
+    llm_every: int = typer.Option(2, min=1, help="Ask the LLM for a new kernel every N batches (and whenever stalled)."),
     no_llm: bool = typer.Option(False, "--no-llm", help="Offline specialists only, even if an LLM is configured."),
 ) -> None:
     """Search a task's kernels, knobs and generic edits for the fastest correct kernel.
@@ -257,8 +294,11 @@ def optimize(
     (--llm or KAGENT_LLM_MODEL), it also writes and repairs kernels; see the README.
     """
     from .optimize.executors import ExecutorError
-    from .optimize.runner import RunConfig
-    run_dir = None
+    from .optimize.runner import RunConfig, RunFolderError
+    from .optimize.store import JournalError
+
+    _check_positive(time_limit=time_limit, budget_ms=budget_ms)
+    run_dir, created = None, False
     try:
         if resume:
             run_dir = find_run(out, resume)
@@ -267,38 +307,75 @@ def optimize(
                 config.budget = budget
             if time_limit is not None:
                 config.time_limit_s = time_limit
-            console.print(f"resuming {config.run_id} ({config.task}, {config.strategy}, {config.executor})")
+            llm_url = _resume_llm(config, no_llm, llm, llm_base_url, llm_budget)
+            console.print(f"resuming {config.run_id} ({config.task}, {config.strategy}, {config.executor})",
+                          markup=False)
         else:
             if task_file is None:
                 _fail(2, "give a task file (or --resume RUN)")
-            llm_settings = {} if no_llm else _llm_settings(llm, llm_base_url, llm_budget, llm_every)
+            llm_settings, llm_url = ({}, None) if no_llm else _llm_settings(llm, llm_base_url, llm_budget, llm_every)
             config = new_config(task_file, out, strategy, seed, 40 if budget is None else budget, batch, executor,
-                                recording, time_limit, warm_start, device, console.print, _parse_knobs(fix),
+                                recording, time_limit, warm_start, device, _notice, _parse_knobs(fix),
                                 llm_settings)
-            run_dir = run_folder(out, config)
+            run_dir, created = run_folder(out, config), True
         with _optimize_progress(config) as (on_start, on_batch):
             result = execute(config, run_dir, out, device, Settings(budget_ms=budget_ms), on_start, on_batch,
-                             notice=lambda text: errors.print(f"[yellow]{text}[/]", highlight=False))
-    except (TaskError, KernelError, DirectiveError, OptimizeInputError, BaselineError, LLMConfigError) as exc:
+                             notice=_notice, llm_url=llm_url)
+    except (TaskError, KernelError, DirectiveError, OptimizeInputError, BaselineError, LLMConfigError,
+            JournalError, RunFolderError) as exc:
+        _discard_unstarted(run_dir, created)
         _fail(2, str(exc))
     except (ExecutorError, ToolchainError, SandboxError) as exc:
-        hint = f" (every finished evaluation is kept: continue with --resume {run_dir})" if run_dir else ""
+        kept = not _discard_unstarted(run_dir, created)
+        hint = f" (every finished evaluation is kept: continue with --resume {run_dir})" if kept and run_dir else ""
         _fail(3, f"{exc}{hint}")
     except KeyboardInterrupt:
-        errors.print(f"interrupted: every finished evaluation is kept; continue with --resume {run_dir}")
+        if _discard_unstarted(run_dir, created):
+            errors.print("interrupted before the first evaluation: nothing to keep", markup=False)
+        else:
+            errors.print(f"interrupted: every finished evaluation is kept; continue with --resume {run_dir}",
+                         markup=False)
         raise typer.Exit(130) from None
     _show_optimize_summary(result, run_dir)
 
 
-def _llm_settings(model: str | None, base_url: str | None, budget: int | None, every: int) -> dict:
-    """The LLM part of a run's settings: flags first, then environment, then the config file."""
+def _discard_unstarted(run_dir: Path | None, created: bool) -> bool:
+    """Remove the run folder this command made if the run failed before its first evaluation (a folder
+    without a journal holds nothing to resume); True if it was removed."""
+    if not created or run_dir is None or (run_dir / "attempts.jsonl").exists():
+        return False
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return True
+
+
+def _llm_settings(model: str | None, base_url: str | None, budget: int | None,
+                  every: int) -> tuple[dict, str | None]:
+    """The LLM part of a run's settings (flags first, then environment, then the config file), and the
+    endpoint to call. The settings are stored (run.json, report.md): they hold the URL without any
+    credentials; the URL as given is only used, never written."""
     config = load_llm_config(model=model, base_url=base_url, token_budget=budget)
     if config is None:
-        return {}
-    if every < 1:
-        raise OptimizeInputError(f"--llm-every must be at least 1, got {every}")
-    return {"llm_model": config.model, "llm_base_url": config.base_url, "llm_token_budget": config.token_budget,
-            "llm_every": every}
+        return {}, None
+    settings = {"llm_model": config.model, "llm_token_budget": config.token_budget, "llm_every": every,
+                "llm_base_url": strip_url_credentials(config.base_url) if config.base_url else None}
+    return settings, config.base_url
+
+
+def _resume_llm(config, no_llm: bool, model: str | None, base_url: str | None, budget: int | None) -> str | None:
+    """The LLM flags given with --resume win over the run's own: --no-llm switches it off, --llm,
+    --llm-base-url and --llm-budget replace what run.json says. Returns the endpoint to call: the run's,
+    unless another is given now (credentials are never stored, so they come from the flag or the
+    environment again)."""
+    if no_llm or not (model or config.llm_model):
+        config.llm_model = None
+        return None
+    settings, url = _llm_settings(model or config.llm_model, base_url,
+                                  budget if budget is not None else config.llm_token_budget, config.llm_every)
+    if base_url is None and settings.get("llm_base_url") != config.llm_base_url:
+        settings["llm_base_url"] = url = config.llm_base_url  # the environment names another endpoint: keep the run's
+    config.llm_model, config.llm_base_url = settings["llm_model"], settings["llm_base_url"]
+    config.llm_token_budget = settings["llm_token_budget"]
+    return url
 
 
 def _optimize_progress(config):
@@ -307,7 +384,7 @@ def _optimize_progress(config):
 
     @contextlib.contextmanager
     def show():
-        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns, console=console, transient=False) as progress:
             bar = progress.add_task(f"{config.task}: starting ({config.executor})", total=config.budget)
             base = {}
@@ -343,7 +420,7 @@ def _show_optimize_summary(result, run_dir: Path) -> None:
 
     final, best = result.final, result.best
     if result.config.executor == "replay":
-        console.print(f"[yellow]replayed:[/] timings come from the recorded sweep {result.config.recording}")
+        console.print(f"[yellow]replayed:[/] timings come from the recorded sweep {escape(str(result.config.recording))}")
     table = Table(title=f"{result.config.task}: {len(result.state.attempts)} evaluations, {result.stopped}")
     for column in ("kernel", "median", "speedup", "roofline"):
         table.add_column(column)
@@ -351,7 +428,7 @@ def _show_optimize_summary(result, run_dir: Path) -> None:
     table.add_row("baseline", f"{base.timing.median_ms:.4f} ms" if base.timing else "-", "1.00x", "")
     if final is not None and final.timing is not None:
         fraction = final.roofline.fraction if final.roofline else None
-        table.add_row(f"best: {best.candidate.label()}", f"{final.timing.median_ms:.4f} ms",
+        table.add_row(escape(f"best: {best.candidate.label()}"), f"{final.timing.median_ms:.4f} ms",
                       f"{final.speedup:.2f}x" if final.speedup else "-", f"{fraction:.1%}" if fraction else "-")
         if final.library_timing:
             table.add_row("library", f"{final.library_timing.median_ms:.4f} ms",
@@ -359,7 +436,7 @@ def _show_optimize_summary(result, run_dir: Path) -> None:
     console.print(table)
     failures = ", ".join(f"{k} {v}" for k, v in sorted(result.failures.items())) or "none"
     console.print(f"failures: {failures}; rules learned: {len(result.state.kb.rules)}")
-    console.print(f"wrote {run_dir}/best.cu, report.md, progress.png, attempts.jsonl")
+    console.print(f"wrote {run_dir}/best.cu, report.md, progress.png, attempts.jsonl", markup=False)
     if final is None or final.timing is None:
         raise typer.Exit(1)
 
@@ -368,7 +445,7 @@ def _show_optimize_summary(result, run_dir: Path) -> None:
 def bench(
     paths: Optional[List[Path]] = typer.Argument(None, help="Suite folders or task files, e.g. tasks/level1 (not needed with --resume)."),
     optimize_tasks: bool = typer.Option(False, "--optimize", help="Run `kagent optimize` on each task within --budget."),
-    budget: int = typer.Option(40, help="Evaluations per task with --optimize, the baseline included."),
+    budget: int = typer.Option(40, min=1, max=MAX_BUDGET, help="Evaluations per task with --optimize, the baseline included."),
     kernels: Optional[Path] = typer.Option(None, help="Folder of ready-made kernels, one TASK.cu per task "
                                            "(to score kernels another system wrote)."),
     gpus: Optional[str] = typer.Option(None, help="GPU indices to spread the tasks over, e.g. 0,1 [default: every visible GPU]."),
@@ -376,7 +453,7 @@ def bench(
     out: Path = typer.Option(Path("results/bench"), help="Folder for benches (OUT/RUN/)."),
     executor: str = typer.Option("auto", help="gpu (measure now), replay (the recorded H200 sweeps), or auto: the GPUs if there are any."),
     strategy: str = typer.Option("agent", help="Search strategy with --optimize (agent, random, exhaustive, evolutionary)."),
-    seed: int = typer.Option(0, help="Seed of each task's search."),
+    seed: int = typer.Option(0, min=0, max=MAX_SEED, help="Seed of each task's search."),
     budget_ms: float = typer.Option(200.0, help="Time spent in timed launches per kernel (GPU)."),
     llm: Optional[str] = typer.Option(None, "--llm", help="Model name for --optimize [default: KAGENT_LLM_MODEL or the config file's]."),
     llm_base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint [default: OPENAI_BASE_URL]."),
@@ -396,7 +473,9 @@ def bench(
     from .optimize.executors import ExecutorError
     from .bench.runner import Bench
 
+    _check_positive(budget_ms=budget_ms)
     run_dir = bench_run = None
+    llm_url = llm_base_url  # on --resume, an endpoint given again (with its credentials, never stored)
     try:
         if resume:
             run_dir = find_bench(out, resume)
@@ -404,16 +483,17 @@ def bench(
             if gpus is not None and config.executor == "gpu":
                 config.gpus = parse_gpus(gpus, gpu_count())
                 config.save(run_dir)
-            console.print(f"resuming {config.run_id} ({config.mode}, {config.executor})")
+            console.print(f"resuming {config.run_id} ({config.mode}, {config.executor})", markup=False)
         else:
             if optimize_tasks and kernels is not None:
                 _fail(2, "--optimize and --kernels do different things: choose one")
             mode = "optimize" if optimize_tasks else "kernels" if kernels is not None else "as-written"
-            llm_settings = {} if no_llm or mode != "optimize" else _llm_settings(llm, llm_base_url, None, 2)
+            llm_settings, llm_url = ({}, None) if no_llm or mode != "optimize" else \
+                _llm_settings(llm, llm_base_url, None, 2)
             config = new_config([str(p) for p in paths or []], mode, kernels, budget, strategy, seed, executor, gpus,
-                                budget_ms, llm_settings, notice=lambda text: errors.print(f"[yellow]{text}[/]"))
+                                budget_ms, llm_settings, notice=_notice)
             run_dir = bench_folder(out, config)
-        bench_run = Bench(config, run_dir)
+        bench_run = Bench(config, run_dir, llm_url)
         progress = _bench_progress(config, total=len(bench_run.tasks), done=len(finished(run_dir)))
         with _sigterm_as_interrupt(), progress as (on_event, on_result, notice):
             results = bench_run.run(on_event, on_result, notice)
@@ -425,7 +505,7 @@ def bench(
         if bench_run is not None:
             bench_run.write_report()
         hint = f"; continue with --resume {run_dir}" if run_dir else ""
-        errors.print(f"interrupted: every finished task is kept{hint}")
+        errors.print(f"interrupted: every finished task is kept{hint}", markup=False)
         raise typer.Exit(130) from None
     _show_bench_summary(results, run_dir)
 
@@ -462,7 +542,7 @@ def _bench_progress(config, total: int, done: int):
 
     @contextlib.contextmanager
     def show():
-        columns = (TextColumn("{task.description}"), SuiteOnly(BarColumn()), SuiteOnly(MofNCompleteColumn()),
+        columns = (TextColumn("{task.description}", markup=False), SuiteOnly(BarColumn()), SuiteOnly(MofNCompleteColumn()),
                    TimeElapsedColumn())
         with Progress(*columns, console=console, transient=False) as progress:
             bar = progress.add_task(f"bench ({config.mode}, {config.executor})", total=total, completed=done)
@@ -480,11 +560,11 @@ def _bench_progress(config, total: int, done: int):
             def on_result(result):
                 speed = f", {result.speedup:.2f}x" if result.speedup else ""
                 progress.console.print(f"{result.task}: {result.status.value}{speed} ({result.wall_s:.0f} s)",
-                                       highlight=False)
+                                       markup=False)
                 progress.advance(bar)
 
             def notice(text):
-                progress.console.print(f"[yellow]{text}[/]", highlight=False)
+                progress.console.print(f"[yellow]{escape(text)}[/]")
 
             yield on_event, on_result, notice
 
@@ -500,7 +580,7 @@ def _show_bench_summary(results, run_dir: Path) -> None:
     for column in ("task", "status", "ms", "speedup", "vs library", "roofline"):
         table.add_column(column)
     for r in results:
-        table.add_row(r.task + (" (SUSPECT)" if r.suspect else ""), r.status.value,
+        table.add_row(escape(r.task) + (" (SUSPECT)" if r.suspect else ""), r.status.value,
                       f"{r.time_ms:.4f}" if r.time_ms and r.correct else "-",
                       f"{r.speedup:.2f}x" if r.speedup else "-",
                       f"{r.library_speedup:.2f}x" if r.library_speedup else "-",
@@ -512,7 +592,7 @@ def _show_bench_summary(results, run_dir: Path) -> None:
                   + (f"; geomean speedup {m.geomean_speedup:.2f}x" if m.geomean_speedup else ""))
     if m.replayed:
         console.print(f"[yellow]replayed:[/] {m.replayed} of {m.tasks} tasks' timings are recordings, not measured now")
-    console.print(f"wrote {run_dir}/report.md, results.json, results.csv, speedups.png")
+    console.print(f"wrote {run_dir}/report.md, results.json, results.csv, speedups.png", markup=False)
 
 
 @app.command("suite-table")
@@ -550,7 +630,7 @@ def suite_table(
     try:
         for _, task, recording in found:
             if worker is not None:
-                console.print(f"measuring {task.name} ...", highlight=False)
+                console.print(f"measuring {task.name} ...", markup=False)
             cache = SweepCache.model_validate_json(recording.read_text())
             if r := row(task, cache, worker, Settings(budget_ms=budget_ms)):
                 table.add_row(*r.cells())
@@ -592,7 +672,7 @@ def replay_bench(
         try:
             ReplayExecutor(task, Space.of_task(task, generic=False), recording)
         except ExecutorError as exc:
-            console.print(f"[yellow]skipped {task.name}:[/] {exc}", highlight=False)
+            console.print(f"[yellow]skipped {task.name}:[/] {escape(str(exc))}")
             continue
         usable[task.name] = (file, recording, task.family or task.name)
     if not usable:

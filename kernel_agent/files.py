@@ -24,11 +24,15 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 def new_folder(parent: Path, name: str) -> Path:
     """A new, writable folder `parent/name` (`name-2`, `name-3`... when taken). Raises OSError."""
+    parent.mkdir(parents=True, exist_ok=True)
     folder, suffix = parent / name, 1
-    while folder.exists():
-        suffix += 1
-        folder = parent / f"{name}-{suffix}"
-    folder.mkdir(parents=True)
+    while True:
+        try:
+            folder.mkdir()  # atomic: of two runs that want the same name, one gets it, the other the next
+            break
+        except FileExistsError:
+            suffix += 1
+            folder = parent / f"{name}-{suffix}"
     probe = folder / ".write-test"
     probe.write_text("")
     probe.unlink()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Mapping
@@ -15,6 +16,7 @@ from sandbox import (
 from .task import Task
 
 REGISTERS_PER_SM = 65536
+MAX_COMBINATIONS = 10_000  # commands that enumerate every knob combination refuse more (--max-combinations)
 # Largest shared memory one block may opt in to, by architecture (bytes).
 SMEM_OPTIN = {"sm_70": 98304, "sm_75": 65536, "sm_80": 166912, "sm_86": 101376, "sm_87": 166912,
               "sm_89": 101376, "sm_90": 232448, "sm_100": 232448, "sm_120": 101376}
@@ -44,6 +46,11 @@ class Kernel:
             raise KernelError(f"{self.path}: {exc}") from None
         return Kernel(path=self.path, source=self.source, directives=self.directives, knobs=chosen,
                       flags=list(self.flags))
+
+    @property
+    def combinations(self) -> int:
+        """How many knob combinations `knob_space` yields (counted, not enumerated)."""
+        return math.prod(len(k.values) for k in self.directives.knobs.values())
 
     def knob_space(self) -> Iterator[dict[str, str]]:
         """Every combination of the declared knob values (one empty combination if none)."""

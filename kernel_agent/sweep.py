@@ -8,6 +8,7 @@ interrupted sweep resumes where it stopped.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -21,7 +22,7 @@ from sandbox import GpuWorker, Outcome, Settings, Status, ceilings, compile_many
 
 from .check import compile_and_plan, run
 from .files import write_atomic
-from .kernel import Kernel, load_kernel
+from .kernel import MAX_COMBINATIONS, Kernel, load_kernel
 from .task import Task, load_suite
 
 FORMAT = "kagent-sweep/1"
@@ -33,6 +34,8 @@ class SweepRecord(BaseModel):
     knobs: dict[str, str]
     outcome: Outcome
     seconds: float | None = Field(None, description="wall time of this candidate's evaluation")
+    source_sha256: str | None = Field(None, description="source_hash() of the kernel file as it was swept: a "
+                                                        "file that changed since is not answered from here")
 
 
 class SweepCache(BaseModel):
@@ -46,7 +49,12 @@ class SweepCache(BaseModel):
     gpu: dict | None = None
     ceilings: dict[str, float] | None = None
     baseline_timing: dict | None = None
+    task_sha256: str | None = Field(None, description="Task.fingerprint() when swept: a changed task is not "
+                                                      "answered from here")
     records: list[SweepRecord] = Field(default_factory=list)
+
+    def kernels(self) -> set[str]:
+        return {r.kernel for r in self.records}
 
     def done(self) -> set[str]:
         return {r.outcome.candidate_id for r in self.records}
@@ -62,7 +70,17 @@ class SweepCache(BaseModel):
         return outcome
 
 
-def candidates(task: Task, variant: str | None = None) -> list[tuple[str, Kernel]]:
+def source_hash(source: str) -> str:
+    """What a recording knows a kernel file by: the text that decides what it computes for given knob
+    values. Knob declarations are left out (the values arrive as -D macros, and each record names its
+    own), so a file that only changed its knob lists is the same."""
+    lines = (line.rstrip() for line in source.replace("\r\n", "\n").strip().splitlines())
+    kept = "\n".join(line for line in lines if not line.lstrip().startswith("// @kagent knob"))
+    return hashlib.sha256(kept.encode()).hexdigest()[:24]
+
+
+def candidates(task: Task, variant: str | None = None,
+               max_combinations: int = MAX_COMBINATIONS) -> list[tuple[str, Kernel]]:
     """(label, kernel with knobs chosen) for every combination; the baseline always comes first, since
     every speedup in the sweep is measured against it."""
     paths = task.kernel_paths()
@@ -70,11 +88,13 @@ def candidates(task: Task, variant: str | None = None) -> list[tuple[str, Kernel
         if variant not in paths:
             raise KeyError(f"task {task.name} has no variant {variant!r} (it has: {', '.join(paths)})")
         paths = {"baseline": paths["baseline"], variant: paths[variant]}
-    chosen = []
-    for label, path in paths.items():
-        kernel = load_kernel(path)
-        chosen += [(label, kernel.with_knobs(knobs)) for knobs in kernel.knob_space()]
-    return chosen
+    kernels = {label: load_kernel(path) for label, path in paths.items()}
+    total = sum(k.combinations for k in kernels.values())
+    if total > max_combinations:
+        raise ValueError(f"task {task.name} has {total:,} knob combinations, over the limit of "
+                         f"{max_combinations:,}: sweep one --variant, or raise the limit with --max-combinations "
+                         f"{total}")
+    return [(label, kernel.with_knobs(knobs)) for label, kernel in kernels.items() for knobs in kernel.knob_space()]
 
 
 def sweep(
@@ -86,13 +106,14 @@ def sweep(
     arch: str | None = None,
     settings: Settings | None = None,
     on_result: Callable[[SweepRecord, int, int], None] | None = None,
+    max_combinations: int = MAX_COMBINATIONS,
 ) -> SweepCache:
     """Evaluate every candidate (compile-only without a worker), resuming from `out` if it exists."""
     arch = target_arch(arch)
     cache = _open(out, task, task_file, arch, worker)
     if worker is not None and cache.ceilings is None:
         cache.ceilings = {k: v for k, v in ceilings(worker).items() if k != "device"}
-    todo = candidates(task, variant)
+    todo = candidates(task, variant, max_combinations)
     compile_many([kernel.compile_job(arch) for _, kernel in todo])  # all cores first; the loop hits the cache
     done = cache.done()
     for number, (label, kernel) in enumerate(todo, start=1):
@@ -110,7 +131,8 @@ def sweep(
             if outcome.timing and cache.baseline_timing:
                 outcome.speedup = cache.baseline_timing["median_ms"] / outcome.timing.median_ms
         record = SweepRecord(kernel=label, file=os.path.relpath(kernel.path, task.root), knobs=kernel.knobs,
-                             outcome=outcome, seconds=round(time.perf_counter() - started, 3))
+                             outcome=outcome, seconds=round(time.perf_counter() - started, 3),
+                             source_sha256=source_hash(kernel.source))
         cache.records.append(record)
         _save(cache, out)
         if on_result:
@@ -125,13 +147,16 @@ def _open(out: Path, task: Task, task_file: Path, arch: str, worker: GpuWorker |
         if (cache.task, cache.arch, cache.executor) != (task.name, arch, executor):
             raise ValueError(f"{out} holds a sweep of {cache.task} ({cache.executor}, {cache.arch}); "
                              f"this one is {task.name} ({executor}, {arch}): choose another --out")
+        if cache.task_sha256 != task.fingerprint():
+            raise ValueError(f"{out} holds a sweep of an earlier version of task {task.name} (its sizes, "
+                             "buffers, tolerances or reference changed since): choose another --out")
         return cache
     gpu = None
     if worker is not None:
         gpu = worker.info or worker.start()
     return SweepCache(
         task=task.name, task_file=str(task_file), created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        executor=executor, arch=arch, compiler={"nvrtc": nvrtc_version()}, gpu=gpu,
+        executor=executor, arch=arch, compiler={"nvrtc": nvrtc_version()}, gpu=gpu, task_sha256=task.fingerprint(),
     )
 
 

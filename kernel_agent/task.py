@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import math
 from pathlib import Path
 from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from sandbox import DTYPES, ExprError, Init, expr_names
+from sandbox import DTYPES, ExprError, Init, evaluate, expr_names
 
 IDENT = r"^[A-Za-z_]\w*$"
+INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+FLOAT32_MAX = 3.4028234663852886e38
 
 
 class TaskError(ValueError):
@@ -24,6 +29,14 @@ class _Strict(BaseModel):
 class Tensor(_Strict):
     shape: list[str | int] = Field(description="dims by name (or fixed ints); [] for a scalar output")
     dtype: str = "float32"
+
+    @field_validator("shape")
+    @classmethod
+    def _positive_axes(cls, shape: list[str | int]) -> list[str | int]:
+        for axis in shape:
+            if isinstance(axis, int) and axis < 1:
+                raise ValueError(f"a fixed axis must be at least 1, got {axis}")
+        return shape
 
     @field_validator("dtype")
     @classmethod
@@ -51,6 +64,19 @@ class Output(Tensor):
 class Scalar(_Strict):
     dtype: Literal["float32", "float64", "int32", "int64"] = "float32"
     value: float | int
+
+    @model_validator(mode="after")
+    def _fits_its_dtype(self) -> "Scalar":
+        if self.dtype.startswith("int"):
+            if not float(self.value).is_integer():
+                raise ValueError(f"value {self.value} is not a whole number, as {self.dtype} needs")
+            low, high = INT_RANGES[self.dtype]
+            if not low <= int(self.value) <= high:
+                raise ValueError(f"value {self.value} does not fit {self.dtype} ({low}..{high})")
+            self.value = int(self.value)
+        elif not math.isfinite(self.value) or (self.dtype == "float32" and abs(self.value) > FLOAT32_MAX):
+            raise ValueError(f"value {self.value} is not a finite {self.dtype}")
+        return self
 
 
 class Cost(_Strict):
@@ -84,10 +110,14 @@ class Task(_Strict):
         for size_index, size in enumerate(self.check_sizes):
             if set(size) != dim_names:
                 problems.append(f"check_sizes.{size_index}: has dims {sorted(size)}, expected {sorted(dim_names)}")
+        index_max = INT_RANGES[self.index_dtype][1]
         for size_index, size in enumerate([self.dims, *self.check_sizes]):
             for dim, value in size.items():
                 if value < 1:
                     problems.append(f"dims: {dim}={value} must be at least 1 (size {size_index})")
+                elif value > index_max:
+                    problems.append(f"dims: {dim}={value} does not fit the kernels' {self.index_dtype} "
+                                    f"index type (size {size_index}); set index_dtype: int64")
         for group in ("inputs", "outputs"):
             for name, tensor in getattr(self, group).items():
                 for axis in tensor.shape:
@@ -111,6 +141,8 @@ class Task(_Strict):
                 continue
             if unknown:
                 problems.append(f"cost.{field_name}: unknown names {sorted(unknown)}")
+                continue
+            problems += _cost_problems(f"cost.{field_name}", text, self.sizes)
         if problems:
             raise ValueError("; ".join(problems))
         return self
@@ -128,8 +160,51 @@ class Task(_Strict):
         file, name = spec.split(":")
         return f"{self.path(file)}:{name}"
 
+    def fingerprint(self) -> str:
+        """A hash of what decides a kernel's verdict and timing: sizes, buffers, tolerances, parameters,
+        cost, and the reference's and library's source. Names, family and kernel lists are left out, so
+        a recording survives a new variant or a description edit, and nothing that changes a verdict."""
+        fields = self.model_dump(mode="json", exclude_defaults=True,
+                                 include={"dims", "check_sizes", "index_dtype", "inputs", "outputs", "scalars",
+                                          "params", "cost"})
+        digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode())
+        for spec in (self.reference, self.library):
+            if spec is not None:
+                digest.update(self.path(spec.split(":")[0]).read_bytes() + spec.encode())
+        return digest.hexdigest()[:24]
+
     def kernel_paths(self) -> dict[str, Path]:
         return {"baseline": self.path(self.baseline), **{k: self.path(v) for k, v in self.variants.items()}}
+
+
+def _cost_problems(where: str, text: str, sizes: list[dict[str, int]]) -> list[str]:
+    """A cost expression must give a finite, non-negative number at every size (the roofline divides by it)."""
+    for dims in sizes:
+        try:
+            value = evaluate(text, dims)
+        except ExprError as exc:
+            return [f"{where}: {exc} at {_label(dims)}"]
+        if not math.isfinite(value) or value < 0:
+            return [f"{where}: {text!r} is {value} at {_label(dims)}, not a finite number >= 0"]
+    return []
+
+
+def _label(dims: dict[str, int]) -> str:
+    return " ".join(f"{k}={v}" for k, v in dims.items())
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, except that a key given twice in one mapping is an error, not a silent overwrite."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: set = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} appears twice in one mapping", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 def load_task(path: str | Path) -> Task:
@@ -138,7 +213,11 @@ def load_task(path: str | Path) -> Task:
     if not path.is_file():
         raise TaskError(f"{path}: no such task file")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506 - a safe loader
+    except UnicodeDecodeError as exc:
+        raise TaskError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    except OSError as exc:
+        raise TaskError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     except yaml.YAMLError as exc:
         raise TaskError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):

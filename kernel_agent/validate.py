@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox import Status, compile_many, trivial_passes
+from sandbox import Status, compile_many, probe_reference
 
 from .check import compile_and_plan
-from .kernel import KernelError, load_kernel, size_cases
-from .task import TaskError, load_task
+from .kernel import MAX_COMBINATIONS, Kernel, KernelError, load_kernel, size_cases
+from .task import Task, TaskError, load_task
 
-PROBE_MAX_ELEMENTS = 4_000_000  # the reference probe runs at the largest size under this
+QUICK_PROBE_ELEMENTS = 4_000_000  # --quick probes the reference only at sizes under this (not the timed one)
 
 
 @dataclass
@@ -26,7 +26,8 @@ class TaskReport:
         return not self.errors
 
 
-def validate_task(path: Path, arch: str = "sm_90", compile_kernels: bool = True, all_knobs: bool = False) -> TaskReport:
+def validate_task(path: Path, arch: str = "sm_90", compile_kernels: bool = True, all_knobs: bool = False,
+                  quick: bool = False, max_combinations: int = MAX_COMBINATIONS) -> TaskReport:
     report = TaskReport(path=path)
     try:
         task = load_task(path)
@@ -40,18 +41,30 @@ def validate_task(path: Path, arch: str = "sm_90", compile_kernels: bool = True,
             report.errors.append(f"{label}: {exc}")
             continue
         if compile_kernels:
-            _compile_kernel(report, task, label, kernel, arch, all_knobs)
-    cases = size_cases(task)
-    probe = max((c for c in cases if _elements(c) <= PROBE_MAX_ELEMENTS), key=_elements, default=None)
-    if probe is not None:
-        try:
-            report.warnings += trivial_passes(task.function_spec(task.reference), probe)
-        except Exception as exc:  # the reference is the task author's code: report, never crash
-            report.errors.append(f"reference: calling it failed: {type(exc).__name__}: {exc}")
+            _compile_kernel(report, task, label, kernel, arch, all_knobs, max_combinations)
+    _probe(report, task, quick)
     return report
 
 
-def _compile_kernel(report: TaskReport, task, label: str, kernel, arch: str, all_knobs: bool) -> None:
+def _probe(report: TaskReport, task: Task, quick: bool) -> None:
+    """Run the reference on every size (with --quick, the small ones only) in a child process."""
+    cases = size_cases(task)  # the timed size first
+    only = {i for i, c in enumerate(cases) if i > 0 and _elements(c) <= QUICK_PROBE_ELEMENTS} if quick else None
+    if only == set():
+        report.warnings.append("reference not probed: every check size is over the --quick limit")
+        return
+    found = probe_reference(task.function_spec(task.reference), cases, timed_index=0, only=only)
+    report.errors += found.errors
+    report.warnings += found.warnings
+
+
+def _compile_kernel(report: TaskReport, task: Task, label: str, kernel: Kernel, arch: str, all_knobs: bool,
+                    max_combinations: int) -> None:
+    count = kernel.combinations
+    if all_knobs and count > max_combinations:
+        report.errors.append(f"{label} ({kernel.path.name}): {count:,} knob combinations, over the limit of "
+                             f"{max_combinations:,}; raise it with --max-combinations {count}")
+        return
     combinations = list(kernel.knob_space()) if all_knobs else [kernel.knobs]
     if len(combinations) > 1:  # on every core first; the loop below then reads the cache
         compile_many([kernel.with_knobs(knobs).compile_job(arch) for knobs in combinations])

@@ -14,18 +14,18 @@ from .dtypes import DTYPES
 from .expr import ExprError, evaluate, evaluate_int
 from .expr import names as expr_names
 from .launch import LaunchPlanError, plan
-from .outcome import KernelResources, Mismatch, Outcome, Roofline, Status, Timing, trim_log
-from .probe import trivial_passes
+from .outcome import SUSPECT, KernelResources, Mismatch, Outcome, Roofline, Status, Timing, trim_log
+from .probe import ProbeReport, probe_reference
 from .problem import Buffer, Init, Program, Request, Settings, SizeCase
 from .redact import redact, register_secret, strip_url_credentials
 from .toolchain import ToolchainError, detect_arch, gpu_count, include_dirs, nvrtc_version, target_arch
 
 __all__ = [
-    "Buffer", "CompileResult", "DTYPES", "DirectiveError", "Directives", "ExprError", "GpuWorker",
+    "SUSPECT", "Buffer", "CompileResult", "DTYPES", "DirectiveError", "Directives", "ExprError", "GpuWorker",
     "Init", "Interrupted", "KernelResources", "Knob", "LaunchPlanError", "Mismatch", "Outcome", "Program",
     "Request", "Roofline", "SPECIALISTS", "SandboxError", "Settings", "SizeCase", "Status", "Timing",
     "ToolchainError", "ceilings", "compile_many", "compile_source", "detect_arch", "evaluate", "gpu_count",
     "evaluate_int", "expr_names", "include_dirs", "nvrtc_version", "outcome_from_reply",
     "parse_directives", "plan", "redact", "register_secret", "roofline", "strip_url_credentials", "target_arch",
-    "trim_log", "trivial_passes",
+    "trim_log", "probe_reference", "ProbeReport",
 ]

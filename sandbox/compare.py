@@ -43,6 +43,11 @@ def compare(buffer: Buffer, got_storage: np.ndarray, expected: np.ndarray) -> Mi
     return _detailed(buffer, got_storage, expected)
 
 
+def passes(buffer: Buffer, got_storage: np.ndarray, expected: np.ndarray) -> bool:
+    """Whether `got` matches, without building the mismatch report (the fast pass alone)."""
+    return _count_bad_parallel(buffer, got_storage, expected) == 0
+
+
 def _count_bad_parallel(buffer: Buffer, got_storage: np.ndarray, expected: np.ndarray) -> int:
     got, want = got_storage.reshape(-1), expected.reshape(-1)
     return sum(_POOL.map(lambda s: _count_bad(buffer, got[s], want[s]), _pieces(got.size)))

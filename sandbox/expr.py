@@ -108,9 +108,19 @@ def evaluate_int(text: str, env: Mapping[str, Number]) -> int:
     return value
 
 
+def _checked(result: object, text: str) -> Number:
+    """A real, finite number of sane size: a negative base to a fractional power is complex, and
+    inf - inf is NaN; neither is a size."""
+    if not isinstance(result, (int, float)):
+        raise ExprError(f"{text!r} is not a real number")
+    if result != result or abs(result) > _MAX_MAGNITUDE:
+        raise ExprError(f"value too large or not a number in {text!r}")
+    return result
+
+
 def _eval(node: ast.AST, env: Mapping[str, Number], text: str) -> Number:
     if isinstance(node, ast.Constant):
-        return node.value
+        return _checked(node.value, text)
     if isinstance(node, ast.Name):
         if node.id not in env:
             known = ", ".join(sorted(env)) or "none"
@@ -129,9 +139,9 @@ def _eval(node: ast.AST, env: Mapping[str, Number], text: str) -> Number:
             result = _BINARY[type(node.op)](left, right)
         except ZeroDivisionError:
             raise ExprError(f"division by zero in {text!r}") from None
-        if abs(result) > _MAX_MAGNITUDE:
-            raise ExprError(f"value too large in {text!r}")
-        return result
+        except OverflowError:
+            raise ExprError(f"value too large in {text!r}") from None
+        return _checked(result, text)
     if isinstance(node, ast.Compare):
         left = _eval(node.left, env, text)
         for op, right_node in zip(node.ops, node.comparators):
@@ -149,7 +159,7 @@ def _eval(node: ast.AST, env: Mapping[str, Number], text: str) -> Number:
     if isinstance(node, ast.Call):
         args = [_eval(a, env, text) for a in node.args]
         try:
-            return FUNCTIONS[node.func.id](*args)
-        except TypeError as exc:
+            return _checked(FUNCTIONS[node.func.id](*args), text)
+        except (TypeError, ValueError, OverflowError) as exc:
             raise ExprError(f"bad call in {text!r}: {exc}") from None
     raise ExprError(f"unsupported expression {text!r}")  # unreachable after _vet

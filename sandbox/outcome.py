@@ -7,6 +7,9 @@ from enum import Enum
 from pydantic import BaseModel, Field
 
 
+SUSPECT = "suspect:"  # the prefix of a flag that casts doubt on a kernel's figures
+
+
 class Status(str, Enum):
     ok = "ok"
     compile_error = "compile_error"
@@ -92,6 +95,12 @@ class Outcome(BaseModel):
     @property
     def correct(self) -> bool:
         return self.status is Status.ok
+
+    @property
+    def suspect(self) -> bool:
+        """A flag that casts doubt on the kernel's figures (not an informational one, such as a library
+        function that could not be timed)."""
+        return any(flag.startswith(SUSPECT) for flag in self.flags)
 
 
 def trim_log(text: str, head: int = 40, tail: int = 15, first_error: str = "error") -> str:

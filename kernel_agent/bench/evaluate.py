@@ -83,7 +83,7 @@ def ready_made(task: Task, level: str, folder: Path, lane: Lane) -> TaskResult:
 
 
 def optimized(task: Task, task_file: Path, level: str, lane: Lane, folder: Path, budget: int, strategy: str,
-              seed: int, llm: dict, notice: Notice, on_batch=None) -> TaskResult:
+              seed: int, llm: dict, notice: Notice, on_batch=None, llm_url: str | None = None) -> TaskResult:
     """`kagent optimize` within the budget; the winner re-measured beside the baseline and the library.
     A run folder left by an interrupted bench is resumed from its journal."""
     started = time.perf_counter()
@@ -99,7 +99,7 @@ def optimized(task: Task, task_file: Path, level: str, lane: Lane, folder: Path,
         run_dir = run_folder(folder, config)
     worker = lane.gpu() if config.executor == "gpu" else None
     result = execute(config, run_dir, folder, lane.device or 0, lane.settings, on_batch=on_batch, notice=notice,
-                     worker=worker)
+                     worker=worker, llm_url=llm_url)
     best = result.best
     outcome = result.final if result.final is not None else result.baseline
     label = best.candidate.label() if best else "baseline"

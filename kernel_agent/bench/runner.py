@@ -31,8 +31,8 @@ class Bench:
     """Runs the tasks not finished yet: one thread per lane pulls from a shared queue. A task that fails
     in any way (a crashing or hanging kernel, a broken baseline) costs only its own result."""
 
-    def __init__(self, config: BenchConfig, run_dir: Path):
-        self.config, self.run_dir = config, run_dir
+    def __init__(self, config: BenchConfig, run_dir: Path, llm_url: str | None = None):
+        self.config, self.run_dir, self.llm_url = config, run_dir, llm_url
         self.on_event: Event = lambda lane, text: None
         self.on_result: Callable[[TaskResult], None] = lambda result: None
         self.notice: Callable[[str], None] = print
@@ -119,7 +119,7 @@ class Bench:
                     self.on_event(lane.name, f"{task.name} (optimize {len(state.attempts)}/{self.config.budget})")
                 return optimized(task, file, level, lane, self.run_dir / "optimize", self.config.budget,
                                  self.config.strategy, self.config.seed, self.config.llm,
-                                 lambda text: self.notice(f"{task.name}: {text}"), progress)
+                                 lambda text: self.notice(f"{task.name}: {text}"), progress, self.llm_url)
             return as_written(task, level, lane)
         except Exception as exc:  # noqa: BLE001 - one task's failure must not stop the others
             if self.stopping.is_set():  # a consequence of the stop, not the task's failure

@@ -8,19 +8,9 @@ from pathlib import Path
 from sandbox import GpuWorker, Outcome, Settings, Status, Timing, compile_many
 
 from ..check import baseline_program, compile_and_plan, run
-from ..sweep import SweepCache
+from ..sweep import SweepCache, source_hash
 from ..task import Task
 from .space import Candidate, Space
-
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _normalized(source: str) -> str:
-    """The text that decides what a kernel computes for given knob values: knob declarations are
-    comments (the values arrive as -D macros), so a file that only changed its knob lists is the same."""
-    lines = (line.rstrip() for line in source.replace("\r\n", "\n").strip().splitlines())
-    return "\n".join(line for line in lines if not line.lstrip().startswith("// @kagent knob"))
 
 
 class ExecutorError(RuntimeError):
@@ -74,7 +64,9 @@ class GpuExecutor:
 
 class ReplayExecutor:
     """Answers from a recorded sweep: deterministic, instant, no GPU. Generic edits were not recorded,
-    so the space is the task's declared knobs."""
+    so the space is the task's declared knobs. A kernel file whose source changed since the sweep is not
+    answered from it (compiled for real instead: `not_run` or its compile failure); a changed task or
+    baseline is refused."""
 
     name = "replay"
 
@@ -87,35 +79,43 @@ class ReplayExecutor:
         if self.cache.task != task.name or self.cache.executor != "gpu":
             raise ExecutorError(f"{recording} is a {self.cache.executor} sweep of {self.cache.task}, "
                                 f"not a GPU sweep of {task.name}")
+        if self.cache.task_sha256 != task.fingerprint():
+            raise ExecutorError(f"{recording} was recorded for another version of task {task.name} (its sizes, "
+                                "buffers, tolerances or reference differ, or the recording predates task "
+                                f"hashes): record it again with `kagent sweep {self.cache.task_file} --out "
+                                f"{recording}`")
         self.records = {Candidate.make(r.kernel, r.knobs): r for r in self.cache.records}
-        self.by_source = self._recorded_sources()
-        missing = [c for c in space.all() if c not in self.records]
-        if missing:
+        self.by_source = {r.source_sha256: r.kernel for r in self.cache.records if r.source_sha256}
+        self._hashes: dict[str, str] = {}
+        self.stale = [label for label in space.kernels if label in self.cache.kernels()
+                      and self._label_of_source(label) is None]  # edited since the sweep: compiled, not run
+        if "baseline" in self.stale:
+            raise ExecutorError(f"the task's baseline kernel changed since {recording} was recorded (or the "
+                                "recording predates source hashes), so no speedup can be replayed: record it "
+                                f"again with `kagent sweep {self.cache.task_file} --out {recording}`")
+        unchanged = (c for c in space.all() if c.kernel not in self.stale)
+        missing = next((c for c in unchanged if self.record_for(c) is None), None)
+        if missing is not None:
             raise ExecutorError(
-                f"{recording} does not cover the task's space ({len(missing)} of {space.size} candidates "
-                f"unrecorded, e.g. {missing[0].label()}): the kernels changed or the sweep is incomplete; "
-                f"finish it with `kagent sweep {self.cache.task_file} --out {recording}`")
+                f"{recording} does not cover the task's space ({missing.label()} is unrecorded, perhaps more): "
+                f"the knobs changed or the sweep is incomplete; finish it with `kagent sweep "
+                f"{self.cache.task_file} --out {recording}`")
+
+    def _label_of_source(self, label: str) -> str | None:
+        """The recorded kernel whose source is this kernel file's source, if any."""
+        if label not in self._hashes:
+            self._hashes[label] = source_hash(self.space.kernels[label].kernel.source)
+        return self.by_source.get(self._hashes[label])
 
     def start(self) -> Outcome:
         return self.records[self.space.default("baseline")].outcome.model_copy(deep=True)
 
-    def _recorded_sources(self) -> dict[str, str]:
-        """Source text of each recorded kernel file -> its label, so that the same file written again
-        during a run (by an LLM) is answered from the recording too."""
-        task_file = Path(self.cache.task_file)
-        root = (task_file if task_file.is_absolute() else REPO / task_file).parent
-        sources = {}
-        for record in self.cache.records:
-            path = root / record.file
-            if path.is_file():
-                sources.setdefault(_normalized(path.read_text()), record.kernel)
-        return sources
-
     def record_for(self, candidate: Candidate):
-        if candidate in self.records:
-            return self.records[candidate]
-        kernel = self.space.kernels.get(candidate.kernel)
-        label = self.by_source.get(_normalized(kernel.kernel.source)) if kernel else None
+        """The recorded measurement of this candidate, if the recording has one of this very source (also
+        when the file has another name: an LLM that writes a recorded kernel again is answered too)."""
+        if candidate.kernel not in self.space.kernels:
+            return None
+        label = self._label_of_source(candidate.kernel)
         return self.records.get(Candidate(label, candidate.knobs)) if label else None
 
     def evaluate(self, candidates: list[Candidate]) -> list[tuple[Outcome, float]]:

@@ -7,6 +7,7 @@ warm-starts the next run of any task of that family.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import random
@@ -63,11 +64,51 @@ class PolicyBook:
 
     @classmethod
     def load(cls, path: Path) -> "PolicyBook":
+        """The book saved at `path` (an empty one if there is none); PolicyError if it is unreadable."""
         if not path.exists():
             return cls()
-        data = json.loads(path.read_text())
-        return cls(policies={s: Policy(t) for s, t in data["policies"].items()}, runs=data.get("runs", 0))
+        try:
+            data = json.loads(path.read_text())
+            book = cls(policies={s: Policy({k: {v: float(w) for v, w in t.items()} for k, t in table.items()})
+                                 for s, table in data["policies"].items()}, runs=int(data.get("runs", 0)))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise PolicyError(f"{path}: not a policy file kagent can read ({type(exc).__name__}: {exc})") from None
+        return book
 
     def save(self, path: Path) -> None:
         data = {"runs": self.runs, "policies": {s: p.logits for s, p in self.policies.items()}}
         write_atomic(path, json.dumps(data, indent=1, sort_keys=True).encode())
+
+    def learned_since(self, start: "PolicyBook") -> "PolicyBook":
+        """What this book learned after it was `start`: the change of every logit."""
+        delta = PolicyBook(runs=self.runs - start.runs)
+        for name, policy in self.policies.items():
+            before = start[name].logits
+            for knob, table in policy.logits.items():
+                for value, logit in table.items():
+                    change = logit - before.get(knob, {}).get(value, 0.0)
+                    if change:
+                        delta[name].logits.setdefault(knob, {})[value] = change
+        return delta
+
+    def merge_into(self, path: Path, start: "PolicyBook") -> None:
+        """Add what this book learned since `start` to the book at `path`, under a lock: two runs that
+        share a policies folder both keep their updates (the later no longer overwrites the earlier)."""
+        delta = self.learned_since(start)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path.with_name(path.name + ".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                current = PolicyBook.load(path)
+            except PolicyError:
+                current = PolicyBook()  # unreadable: replaced by what this run knows
+            for name, policy in delta.policies.items():
+                for knob, table in policy.logits.items():
+                    for value, change in table.items():
+                        current[name].update(knob, value, change, rate=1.0)
+            current.runs += delta.runs
+            current.save(path)
+
+
+class PolicyError(ValueError):
+    """A policy file that cannot be read; the message names it."""

@@ -48,7 +48,16 @@ class RunConfig:
 
     @classmethod
     def load(cls, run_dir: Path) -> "RunConfig":
-        return cls(**json.loads((run_dir / "run.json").read_text()))
+        path = run_dir / "run.json"
+        try:
+            return cls(**json.loads(path.read_text()))
+        except (OSError, ValueError, TypeError) as exc:
+            raise RunFolderError(f"{path}: not a run's settings kagent can read ({type(exc).__name__}: {exc}); "
+                                 "the run folder is damaged") from None
+
+
+class RunFolderError(ValueError):
+    """A run folder that cannot be resumed (its run.json is damaged); the message names the file."""
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import time
 from pathlib import Path
 from typing import Callable
@@ -11,7 +12,7 @@ from sandbox import GpuWorker, Settings, detect_arch, target_arch
 from ..files import new_folder
 from ..task import load_task
 from .executors import ExecutorError, GpuExecutor, ReplayExecutor
-from .policy import PolicyBook
+from .policy import PolicyBook, PolicyError
 from .report import write_outputs
 from .runner import RunConfig, RunResult, search
 from .space import Space
@@ -102,14 +103,15 @@ def pin_knobs(space: Space, pins: dict[str, str]) -> None:
             ks.knobs[name] = knob.model_copy(update={"values": [value]})
 
 
-def _llm_proposer(config: RunConfig, task, space: Space, run_dir: Path, notice: Callable[[str], None]):
+def _llm_proposer(config: RunConfig, task, space: Space, run_dir: Path, notice: Callable[[str], None],
+                  url: str | None):
     if not config.llm_model:
         return None
     from ..llm.client import LLMClient
     from ..llm.config import load_llm_config
     from ..llm.proposer import LLMProposer
 
-    llm_config = load_llm_config(model=config.llm_model, base_url=config.llm_base_url,
+    llm_config = load_llm_config(model=config.llm_model, base_url=url or config.llm_base_url,
                                  token_budget=config.llm_token_budget)
     return LLMProposer(LLMClient(llm_config), task, space, run_dir, generic=config.generic, arch=config.arch,
                        notice=notice)
@@ -117,21 +119,21 @@ def _llm_proposer(config: RunConfig, task, space: Space, run_dir: Path, notice: 
 
 def execute(config: RunConfig, run_dir: Path, out: Path, device: int = 0, settings: Settings | None = None,
             on_start: Callable | None = None, on_batch: Callable | None = None,
-            notice: Callable[[str], None] = print, worker: GpuWorker | None = None) -> RunResult:
-    """Run (or resume) the search; on a GPU, in `worker` if given (left open), else in a new one."""
+            notice: Callable[[str], None] = print, worker: GpuWorker | None = None,
+            llm_url: str | None = None) -> RunResult:
+    """Run (or resume) the search; on a GPU, in `worker` if given (left open), else in a new one.
+    `llm_url`: the LLM endpoint as given (with any credentials); run.json keeps it without them."""
     task = load_task(config.task_file)
     space = Space.of_task(task, generic=config.generic)
     pin_knobs(space, config.pins)
     config.save(run_dir)
     policy_path = PolicyBook.path(out / "policies", config.arch, config.family)
-    snapshot = run_dir / "warm_start_policies.json"  # as at the run's start: a resume starts the same
-    if not snapshot.exists():
-        (PolicyBook.load(policy_path) if config.warm_start else PolicyBook()).save(snapshot)
-    policies = PolicyBook.load(snapshot)
-    llm = _llm_proposer(config, task, space, run_dir, notice)
+    policies = _warm_start_policies(config, policy_path, run_dir, notice)
+    start = copy.deepcopy(policies)
+    llm = _llm_proposer(config, task, space, run_dir, notice, llm_url)
     strategy = make_strategy(config.strategy, policies=policies, llm=llm, llm_every=config.llm_every) \
         if config.strategy == "agent" else make_strategy(config.strategy)
-    store = Store(out / "kagent.sqlite")
+    store = Store(out / "kagent.sqlite", notice)
     own_worker = None
     try:
         if config.executor == "gpu":
@@ -140,6 +142,9 @@ def execute(config: RunConfig, run_dir: Path, out: Path, device: int = 0, settin
             executor = GpuExecutor(task, space, worker, config.arch, settings or Settings(budget_ms=200))
         else:
             executor = ReplayExecutor(task, space, Path(config.recording))
+            for label in executor.stale:
+                notice(f"kernel {label} changed since {config.recording} was recorded: it is compiled for real "
+                       "and not run here")
         if on_start:
             on_start(config, space, executor, strategy)
         result = search(config, space, executor, strategy, run_dir, store, on_batch)
@@ -147,8 +152,30 @@ def execute(config: RunConfig, run_dir: Path, out: Path, device: int = 0, settin
         store.close()
         if own_worker is not None:
             own_worker.close()
+    write_outputs(result, space, run_dir, strategy)  # the results first: a policies folder may be unwritable
     if config.strategy == "agent":
         policies.runs += 1
-        policies.save(policy_path)
-    write_outputs(result, space, run_dir, strategy)
+        try:
+            policies.merge_into(policy_path, start)
+        except OSError as exc:
+            notice(f"the learned policies were not saved to {policy_path} ({exc.strerror or exc}); the run's "
+                   "results are complete")
     return result
+
+
+def _warm_start_policies(config: RunConfig, policy_path: Path, run_dir: Path,
+                         notice: Callable[[str], None]) -> PolicyBook:
+    """The policies as at the run's start, kept in the run folder so that a resumed run starts the same."""
+    snapshot = run_dir / "warm_start_policies.json"
+    if not snapshot.exists():
+        book = PolicyBook()
+        if config.warm_start:
+            try:
+                book = PolicyBook.load(policy_path)
+            except PolicyError as exc:
+                notice(f"{exc}: starting from untrained policies (the file is replaced at the end of the run)")
+        book.save(snapshot)
+    try:
+        return PolicyBook.load(snapshot)
+    except PolicyError as exc:
+        raise OptimizeInputError(f"{exc}: the run folder is damaged") from None

@@ -7,12 +7,14 @@ same task) and for analysis.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
-from sandbox import Outcome
+from sandbox import Outcome, Status
 
 from ..files import write_atomic
 from .space import Candidate
@@ -32,46 +34,107 @@ CREATE INDEX IF NOT EXISTS attempts_by_task ON attempts (task, arch, executor);
 """
 
 
+EXPECTED_COLUMNS = {
+    "runs": ["id", "task", "family", "arch", "executor", "strategy", "seed", "budget", "started", "finished",
+             "best_candidate", "best_ms", "best_speedup"],
+    "attempts": ["run_id", "number", "task", "arch", "executor", "kernel", "knobs", "specialist", "parent", "note",
+                 "status", "median_ms", "speedup", "reward", "seconds", "outcome"],
+}
+
+
 class Store:
-    def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path, timeout=30)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.executescript(SCHEMA)
+    """The shared attempt store. It is a convenience, never a gate: a file that is damaged, read-only or
+    of another schema is reported once (`problem`, and the `notice` callback) and the run goes on
+    without it — its journal alone is what `--resume` needs."""
+
+    def __init__(self, path: Path, notice: Callable[[str], None] = print):
+        self.path, self.notice = path, notice
+        self.db: sqlite3.Connection | None = None
+        self.problem: str | None = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(path, timeout=30)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.executescript(SCHEMA)
+            self._check_schema()
+        except (sqlite3.Error, OSError) as exc:
+            self._give_up(exc)
+
+    def _check_schema(self) -> None:
+        assert self.db is not None
+        for table, columns in EXPECTED_COLUMNS.items():
+            found = [row[1] for row in self.db.execute(f"PRAGMA table_info({table})")]  # names are ours
+            if found != columns:
+                raise sqlite3.DatabaseError(f"table {table} has columns {found}, not kagent's {columns}")
+
+    def _give_up(self, exc: Exception) -> None:
+        """Stop using the store, and say so once."""
+        if self.problem is None:
+            self.problem = f"{type(exc).__name__}: {exc}"
+            self.notice(f"the attempt store {self.path} is unusable ({self.problem}): this run is not recorded "
+                        "there and starts without earlier runs' failure rules; move the file away to start a "
+                        "new store")
+        if self.db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self.db.close()
+        self.db = None
 
     def close(self) -> None:
-        self.db.close()
+        if self.db is not None:
+            self.db.close()
+
+    def _write(self, statements: list[tuple[str, tuple]]) -> None:
+        if self.db is None:
+            return
+        try:
+            with self.db:
+                for sql, values in statements:
+                    self.db.execute(sql, values)
+        except sqlite3.Error as exc:
+            self._give_up(exc)
 
     def start_run(self, run_id: str, **fields) -> None:
-        with self.db:
-            self.db.execute("INSERT OR IGNORE INTO runs (id) VALUES (?)", (run_id,))
-            self._update_run(run_id, fields)
+        self._write([("INSERT OR IGNORE INTO runs (id) VALUES (?)", (run_id,)), *self._run_fields(run_id, fields)])
 
     def finish_run(self, run_id: str, **fields) -> None:
-        with self.db:
-            self._update_run(run_id, fields)
+        self._write(self._run_fields(run_id, fields))
 
-    def _update_run(self, run_id: str, fields: dict) -> None:
-        for key, value in fields.items():
-            self.db.execute(f"UPDATE runs SET {key} = ? WHERE id = ?", (value, run_id))  # keys are ours
+    @staticmethod
+    def _run_fields(run_id: str, fields: dict) -> list[tuple[str, tuple]]:
+        unknown = set(fields) - set(EXPECTED_COLUMNS["runs"])
+        if unknown:
+            raise ValueError(f"no runs column {sorted(unknown)}")  # a bug of ours, not the store's
+        return [(f"UPDATE runs SET {key} = ? WHERE id = ?", (value, run_id)) for key, value in fields.items()]
 
     def add(self, run_id: str, task: str, arch: str, executor: str, attempt: Attempt) -> None:
         o = attempt.outcome
-        with self.db:
-            self.db.execute(
-                "INSERT OR REPLACE INTO attempts VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (run_id, attempt.number, task, arch, executor, attempt.candidate.kernel,
-                 json.dumps(attempt.candidate.values), attempt.specialist,
-                 attempt.parent.label() if attempt.parent else None, attempt.note, o.status.value,
-                 attempt.ms, o.speedup, attempt.reward, attempt.seconds, o.model_dump_json()))
+        self._write([(
+            "INSERT OR REPLACE INTO attempts VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (run_id, attempt.number, task, arch, executor, attempt.candidate.kernel,
+             json.dumps(attempt.candidate.values), attempt.specialist,
+             attempt.parent.label() if attempt.parent else None, attempt.note, o.status.value,
+             attempt.ms, o.speedup, attempt.reward, attempt.seconds, o.model_dump_json()))])
 
     def earlier_statuses(self, task: str, arch: str, executor: str, exclude_run: str) -> list[tuple[Candidate, str]]:
         """(candidate, status) of earlier runs of the same task: the knowledge base starts from them."""
-        rows = self.db.execute(
-            "SELECT kernel, knobs, status FROM attempts WHERE task = ? AND arch = ? AND executor = ? AND run_id != ?"
-            " AND status != 'not_run' AND kernel NOT LIKE 'llm%'",
-            (task, arch, executor, exclude_run))
-        return [(Candidate.make(k, json.loads(v)), s) for k, v, s in rows]
+        if self.db is None:
+            return []
+        try:
+            rows = self.db.execute(
+                "SELECT kernel, knobs, status FROM attempts WHERE task = ? AND arch = ? AND executor = ? "
+                "AND run_id != ? AND status != 'not_run' AND kernel NOT LIKE 'llm%'",
+                (task, arch, executor, exclude_run)).fetchall()
+            return [(Candidate.make(k, json.loads(v)), s) for k, v, s in rows if s in STATUSES]
+        except (sqlite3.Error, ValueError, TypeError, AttributeError) as exc:
+            self._give_up(exc)
+            return []
+
+
+STATUSES = {s.value for s in Status}
+
+
+class JournalError(ValueError):
+    """A run's journal that cannot be resumed from: the message names the file and the line."""
 
 
 class Journal:
@@ -81,23 +144,41 @@ class Journal:
         self.path = path
 
     def read(self) -> list[Attempt]:
+        """The attempts journaled so far. Only the last line may be cut short (a crash while writing it):
+        it is dropped. A damaged line anywhere else raises JournalError: resuming past it would re-measure
+        and renumber everything after it without a word."""
         if not self.path.exists():
             return []
+        try:
+            lines = self.path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError as exc:
+            raise JournalError(f"{self.path}: cannot read it ({exc.strerror or exc})") from None
+        numbered = [(n, line) for n, line in enumerate(lines, start=1) if line.strip()]
         attempts = []
-        for line in self.path.read_text().splitlines():
-            if not line.strip():
-                continue
+        for position, (number, line) in enumerate(numbered):
             try:
                 row = json.loads(line)
             except json.JSONDecodeError:
-                break  # a line cut short by a crash: everything before it is good
-            attempts.append(Attempt(
-                number=row["number"], candidate=Candidate.make(row["kernel"], row["knobs"]),
-                outcome=Outcome.model_validate(row["outcome"]), seconds=row["seconds"],
+                if position == len(numbered) - 1:
+                    break  # the last line, cut short by a crash: everything before it is good
+                raise JournalError(f"{self.path}: line {number} is not JSON, and it is not the last line; "
+                                   "the journal is damaged: repair or delete that line to resume") from None
+            attempts.append(self._attempt(row, number))
+        return attempts
+
+    def _attempt(self, row: object, number: int) -> Attempt:
+        try:
+            if not isinstance(row, dict):
+                raise TypeError("not a JSON object")
+            return Attempt(
+                number=int(row["number"]), candidate=Candidate.make(row["kernel"], row["knobs"]),
+                outcome=Outcome.model_validate(row["outcome"]), seconds=float(row["seconds"]),
                 specialist=row["specialist"],
                 parent=Candidate.make(*row["parent"]) if row["parent"] else None,
-                note=row["note"], reward=row["reward"]))
-        return attempts
+                note=str(row["note"]), reward=row["reward"])
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise JournalError(f"{self.path}: line {number} is not an attempt record ({type(exc).__name__}: "
+                               f"{exc}); repair or delete that line to resume") from None
 
     def rewrite(self, attempts: list[Attempt]) -> None:
         """Keep only complete lines (after a crash cut the last one short); atomic."""

@@ -229,7 +229,7 @@ def test_an_interrupt_drops_the_tasks_in_flight_and_resume_redoes_them(tmp_path,
 
 @pytest.mark.parametrize("args, code, message", [
     (["--optimize", "--kernels", READY_MADE], 2, "choose one"),
-    (["--budget", "0", "--optimize"], 2, "--budget must be at least 1"),
+    (["--budget", "0", "--optimize"], 2, "Invalid value for '--budget': Input should be greater than or equal to 1"),
     (["--kernels", "/nonexistent"], 2, "not a folder"),
     (["--gpus", "0"], 3, "no CUDA GPU is visible"),
     (["--gpus", "x"], 2, "GPU indices"),

@@ -46,6 +46,15 @@ def test_layernorm_loads(layernorm):
     (dict(reference="layernorm/reference.py"), "reference: expected 'file.py:function'"),
     (dict(colour="blue"), "colour: Extra inputs are not permitted"),
     (dict(check_sizes=[{"rows": 0, "cols": 3}]), "rows=0 must be at least 1"),
+    # issue 12: values that parse but cannot be used
+    (dict(cost={"bytes": "rows / (cols - 4096)"}), "cost.bytes: division by zero .* at (cols=4096 rows=16384|rows=16384 cols=4096)"),
+    (dict(cost={"flops": "9 ** 9 ** 9"}), "cost.flops: exponent .* too large"),
+    (dict(cost={"bytes": "rows - cols"}), "cost.bytes: 'rows - cols' is -?\\d+ at .*, not a finite number >= 0"),
+    (dict(outputs={"y": {"shape": ["rows", -3]}}), "outputs.y.shape: .*a fixed axis must be at least 1, got -3"),
+    (dict(dims={"rows": 2**31, "cols": 4096}), "rows=2147483648 does not fit the kernels' int32 index type"),
+    (dict(scalars={"eps": {"dtype": "int32", "value": 2**31}}), "scalars.eps: .*does not fit int32"),
+    (dict(scalars={"eps": {"dtype": "int64", "value": 2.5}}), "scalars.eps: .*not a whole number"),
+    (dict(scalars={"eps": {"dtype": "float32", "value": 1e39}}), "scalars.eps: .*not a finite float32"),
 ])
 def test_malformed_task_names_the_field(task_copy, change, message):
     save, _ = task_copy
@@ -85,3 +94,31 @@ def test_validate_compiles_every_kernel(task_copy, tmp_path):
     assert not report.ok
     assert any("broken" in e and "compile_error" in e and "broken.cu(4)" in e for e in report.errors)
     assert "baseline" in report.kernels
+
+
+def test_duplicate_keys_are_an_error_not_a_silent_overwrite(tmp_path):
+    text = LAYERNORM.read_text()
+    twice = tmp_path / "layernorm.yaml"
+    shutil.copytree(LAYERNORM.parent / "layernorm", tmp_path / "layernorm")
+    twice.write_text(text + "\nbaseline: layernorm/rowblock.cu\n")
+    with pytest.raises(TaskError, match="key 'baseline' appears twice"):
+        load_task(twice)
+
+
+def test_a_task_file_that_is_not_utf8_is_named(tmp_path):
+    broken = tmp_path / "broken.yaml"
+    broken.write_bytes(LAYERNORM.read_bytes().replace(b"layernorm", b"layern\xff\xfem", 1))
+    with pytest.raises(TaskError, match="not UTF-8 text"):
+        load_task(broken)
+
+
+def test_the_fingerprint_follows_what_decides_a_verdict_only(task_copy):
+    save, data = task_copy
+    first = load_task(save()).fingerprint()
+    assert load_task(save(description="reworded", family="other")).fingerprint() == first
+    tighter = {**data["outputs"], "y": {**data["outputs"]["y"], "atol": 1e-7}}
+    assert load_task(save(outputs=tighter)).fingerprint() != first
+    reference = LAYERNORM.parent / "layernorm" / "reference.py"
+    copy = save().parent / "layernorm" / "reference.py"
+    copy.write_text(reference.read_text() + "\n# edited\n")
+    assert load_task(save()).fingerprint() != first

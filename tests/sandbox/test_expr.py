@@ -41,3 +41,15 @@ def test_integer_results():
 
 def test_names_excludes_functions():
     assert expr_names("ceil_div(rows, BLOCK) * cols") == {"rows", "BLOCK", "cols"}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("1e200 ** 2", "too large"),
+    ("1e400", "too large or not a number"),
+    ("(0 - 8) ** 0.5", "not a real number"),
+    ("ceil_div(1e300 * 1e300, 2)", "too large"),
+    ("max(1)", "bad call"),
+])
+def test_values_that_are_no_size_are_expression_errors(text, message):
+    with pytest.raises(ExprError, match=message):
+        evaluate(text, {})

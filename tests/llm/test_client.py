@@ -281,6 +281,8 @@ def test_config_key_placeholder_only_for_custom_urls(tmp_path):
     ("[llm\nmodel = 'x'", "not valid TOML"),
     ("[llm]\nmodel = 'x'\ntimeout_s = 'soon'", "timeout_s"),
     ("[llm]\nmodel = 'x'\nmax_attempts = 0", "max_attempts"),
+    ("[llm]\nmodel = 'x'\nmax_attempts = 50", ("max_attempts must be 1 to 10 (HTTP attempts per call, each up to "
+                                                 "timeout_s long) (got 50)")),
     ("[llm]\nmodel = 'x'\nmodle = 'y'", "modle"),
     ("llm = 3", "table"),
 ])

@@ -7,7 +7,6 @@ import time
 from pathlib import Path
 
 import pytest
-from tenacity import RetryCallState
 
 from kernel_agent.llm.client import BackoffWait, LLMBudgetExhausted, LLMUnavailable
 from kernel_agent.llm.config import LLMConfig, LLMConfigError, load_llm_config
@@ -208,16 +207,9 @@ def test_probe_unreachable_is_false_and_quick(sleeps):
 # ---- backoff
 
 
-def retry_state(attempt: int, exc: Exception) -> RetryCallState:
-    state = RetryCallState(retry_object=None, fn=None, args=(), kwargs={})
-    state.attempt_number = attempt
-    state.set_exception((type(exc), exc, None))
-    return state
-
-
 def test_backoff_doubles_up_to_the_cap():
     wait = BackoffWait(base_s=0.5, factor=2.0, cap_s=30.0, rng=random.Random(0))
-    delays = [wait(retry_state(n, ConnectionError())) for n in range(1, 10)]
+    delays = [wait.delay(n, ConnectionError()) for n in range(1, 10)]
     ceilings = [min(30.0, 0.5 * 2 ** (n - 1)) for n in range(1, 10)]
     assert all(c / 2 <= d <= c for d, c in zip(delays, ceilings))
     assert max(delays) <= 30.0 and delays[-1] >= 15.0

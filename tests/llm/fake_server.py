@@ -71,9 +71,9 @@ def empty() -> Step:
     return Step("empty")
 
 
-def raw(data: bytes, content_type: str = "application/json") -> Step:
-    """200 with exactly these bytes as the body (not UTF-8, JSON of the wrong shape...)."""
-    return Step("raw", data=data, content_type=content_type)
+def raw(data: bytes, content_type: str = "application/json", code: int = 200) -> Step:
+    """Exactly these bytes as the body (not UTF-8, JSON of the wrong shape...), by default with 200."""
+    return Step("raw", data=data, content_type=content_type, code=code)
 
 
 def json_reply(value: Any) -> Step:
@@ -147,7 +147,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(200, '{"id": "chatcmpl-fake", "choices": [ this is not JSON', {},
                               step.content_type)
         if step.kind == "raw":
-            return self._send(200, step.data, {}, step.content_type)
+            return self._send(step.code, step.data, {}, step.content_type)
         if step.kind == "drip":
             return self._drip(json.dumps(completion_json(step, model)).encode(), step.interval)
         if step.kind == "huge":

@@ -98,3 +98,10 @@ def test_a_huge_body_is_not_read_to_the_end(sleeps):
         while not server.huge_sent and time.monotonic() < waited:  # the handler notes it as it ends
             time.sleep(0.01)
     assert len(server.huge_sent) == 1 and server.huge_sent[0] < 64 * 2**20  # the rest sat in socket buffers
+
+
+@pytest.mark.parametrize("code", [401, 500])
+def test_an_error_status_with_a_body_that_is_not_utf8_is_reported(sleeps, code):
+    with FakeOpenAI([raw(b'{"error": {"message": "bad \xff\xfe key"}}', code=code)]) as server, \
+            pytest.raises(LLMUnavailable, match=f"HTTP {code}: bad \ufffd\ufffd key"):
+        client_for(server.base_url, sleeps, max_attempts=2).complete(MESSAGES)

@@ -21,11 +21,11 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import pydantic
 
-from sandbox import redact, register_secret, strip_url_credentials
+from sandbox import redact, register_secret
 
 NO_KEY = "not-needed"  # local servers accept any key, but the SDK insists on one
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -71,12 +71,12 @@ class LLMConfig(pydantic.BaseModel):
     @property
     def display_url(self) -> str | None:
         """`base_url` without its credentials: what may be stored, shown or logged (None: the default URL)."""
-        return strip_url_credentials(self.base_url) if self.base_url else None
+        return without_credentials(self.base_url) if self.base_url else None
 
     @property
     def request_url(self) -> str:
         """The URL the client sends to: without credentials (they travel as the API key)."""
-        return strip_url_credentials(self.base_url or DEFAULT_BASE_URL)
+        return without_credentials(self.base_url or DEFAULT_BASE_URL)
 
     @property
     def request_key(self) -> str:
@@ -84,6 +84,14 @@ class LLMConfig(pydantic.BaseModel):
         if self.api_key and self.api_key != NO_KEY:
             return self.api_key
         return url_credential(self.base_url) or self.api_key or NO_KEY
+
+
+def without_credentials(url: str) -> str:
+    """`url` with everything up to the last `@` of its host part dropped (a password may hold an `@`)."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
 
 
 def url_credential(url: str | None) -> str | None:

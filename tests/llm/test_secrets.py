@@ -90,3 +90,9 @@ def test_hints_name_only_flags_that_exist(sleeps):
     named = {flag for message in messages for flag in re.findall(r"--[a-z][a-z-]*", message)}
     assert named and named <= optimize_flags(), (named - optimize_flags(), messages)
     assert all("OPENAI_API_KEY" in m for m in messages[:1]) and "KAGENT_LLM_MODEL" in messages[1]
+
+
+def test_a_password_holding_an_at_sign_is_taken_whole():
+    config = LLMConfig(base_url="http://carol:pass@word-2718@llm.example:8443/v1", model="m")
+    assert (config.display_url, config.request_url) == ("http://llm.example:8443/v1",) * 2
+    assert config.request_key == "pass@word-2718"

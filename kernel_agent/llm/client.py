@@ -1,33 +1,43 @@
-"""A chat client for any OpenAI-compatible server, with retries, backoff and a token budget.
+"""A chat client for any OpenAI-compatible server, with retries, backoff, deadlines and a token budget.
 
-The SDK's own retries are off: tenacity retries rate limits, server errors, timeouts, lost
+The SDK's own retries are off: the client retries rate limits, server errors, timeouts, lost
 connections and malformed bodies, honouring `Retry-After`. Client errors (400, 401, 403, 404) fail at
-once. Every failure surfaces as an `LLMError` whose message says what to check.
+once. Each attempt is bounded as a whole (timeout_s, `deadline.py`), not per read, and so is the call
+(max_attempts * timeout_s, or the caller's deadline if sooner): no attempt starts after it, a running
+one is abandoned at it, no backoff wait passes it. Replies are read raw, capped and checked field by
+field (`reply.py`). Every failure surfaces as an `LLMError` whose message says what to check; prompts
+and messages pass through `sandbox.redact`, so neither carries a credential.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import random
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Protocol, cast
 
 import openai
-import pydantic
-from openai.types.chat import ChatCompletion
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+from openai.types.chat import ChatCompletionMessageParam
 
-from .config import NO_KEY, LLMConfig
+from sandbox import redact
+
+from .config import DEFAULT_BASE_URL, NO_KEY, LLMConfig
+from .deadline import Cancelled, DeadlinePassed, call_before
+from .reply import MalformedResponse, Reply, parse_reply, read_capped
 
 log = logging.getLogger(__name__)
 
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 PROBE_TIMEOUT_S = 5.0
 RETRY_AFTER_CAP_S = 60.0
 RETRY_STATUSES = (408, 429)  # besides every 5xx
-HINT = "is the server running? check OPENAI_BASE_URL / --llm-base-url"
+READ_GRACE_S = 1.0  # the SDK's per-read timeout trails the attempt's deadline, which is what ends a wait
+SERVER_WORDS = 300  # characters of a server's error message quoted
+HINT = "is the server running? check --llm-base-url / OPENAI_BASE_URL"
+KEY_HINT = "OPENAI_API_KEY or the config file's [llm] api_key"
+MODEL_HINT = "--llm MODEL, KAGENT_LLM_MODEL or the config file's [llm] model"
 
 
 @dataclass
@@ -52,12 +62,22 @@ class LLMBudgetExhausted(LLMError):
     """The run's token budget is spent."""
 
 
-class MalformedResponse(Exception):
-    """The server answered 200 with something that is not a chat completion."""
+class AnswerCutOff(Exception):
+    """The connection broke while the answer's body was being read."""
 
 
-MALFORMED = (openai.APIResponseValidationError, json.JSONDecodeError, pydantic.ValidationError, MalformedResponse)
-RETRYABLE = (openai.APIConnectionError, *MALFORMED)  # APITimeoutError is an APIConnectionError
+MALFORMED = (MalformedResponse, openai.APIResponseValidationError)
+RETRYABLE = (openai.APIConnectionError, DeadlinePassed, AnswerCutOff, *MALFORMED)  # APITimeoutError included
+
+
+class ChatModel(Protocol):
+    """What the proposer needs of a client (an LLMClient, or a fake)."""
+
+    tokens_used: int
+
+    def complete(self, messages: list[dict[str, str]], deadline: float | None = None) -> Completion: ...
+
+    def call_limit_s(self, deadline: float | None = None) -> float: ...
 
 
 def is_retryable(exc: BaseException) -> bool:
@@ -81,19 +101,20 @@ def retry_after_s(exc: BaseException | None) -> float | None:
 
 @dataclass
 class BackoffWait:
-    """A tenacity wait: `Retry-After` when the server sends one, else exponential backoff with jitter."""
+    """The wait after a failed attempt: `Retry-After` when the server sends one, else exponential
+    backoff with jitter."""
 
     base_s: float = 0.5
     factor: float = 2.0
     cap_s: float = 30.0
     rng: random.Random = field(default_factory=random.Random)
 
-    def __call__(self, retry_state: RetryCallState) -> float:
-        exc = retry_state.outcome.exception() if retry_state.outcome else None
+    def delay(self, attempt: int, exc: BaseException | None) -> float:
+        """Seconds to wait after attempt number `attempt` (from 1) failed with `exc`."""
         told = retry_after_s(exc)
         if told is not None:
             return min(told, RETRY_AFTER_CAP_S)
-        ceiling = min(self.cap_s, self.base_s * self.factor ** (retry_state.attempt_number - 1))
+        ceiling = min(self.cap_s, self.base_s * self.factor ** (attempt - 1))
         return self.rng.uniform(ceiling / 2, ceiling)
 
 
@@ -104,12 +125,14 @@ def server_message(exc: openai.APIStatusError) -> str:
         error = body.get("error", body)
         message = error.get("message") if isinstance(error, dict) else error
         if message:
-            return str(message)
-    return exc.message
+            return str(message)[:SERVER_WORDS]
+    return exc.message[:SERVER_WORDS]
 
 
 def describe(exc: BaseException, timeout_s: float) -> str:
     """One line about a failed attempt."""
+    if isinstance(exc, DeadlinePassed):
+        return f"{exc} (timeout)"
     if isinstance(exc, openai.APITimeoutError):
         return f"no answer within {timeout_s:g} s (timeout)"
     if isinstance(exc, openai.APIConnectionError):
@@ -118,8 +141,8 @@ def describe(exc: BaseException, timeout_s: float) -> str:
     if isinstance(exc, openai.APIStatusError):
         return f"HTTP {exc.status_code}: {server_message(exc)}"
     if isinstance(exc, MALFORMED):
-        return f"malformed response ({type(exc).__name__}: {str(exc)[:200]})"
-    return f"{type(exc).__name__}: {exc}"
+        return f"malformed response ({str(exc)[:SERVER_WORDS]})"
+    return f"{type(exc).__name__}: {str(exc)[:SERVER_WORDS]}"
 
 
 def _plural(n: int, word: str) -> str:
@@ -131,30 +154,40 @@ class LLMClient:
 
     def __init__(self, config: LLMConfig, sleep: Callable[[float], None] = time.sleep):
         self.config = config
-        self.base_url = config.base_url or DEFAULT_BASE_URL
+        self.base_url = config.display_url or DEFAULT_BASE_URL  # as shown: without credentials
         self.tokens_used = 0
         self.calls = 0
         self.wait = BackoffWait()
         self._sleep = sleep
-        self._client = openai.OpenAI(base_url=self.base_url, api_key=config.api_key or NO_KEY,
+        self._client = openai.OpenAI(base_url=config.request_url, api_key=config.request_key,
                                      timeout=config.timeout_s, max_retries=0)
 
-    def complete(self, messages: list[dict[str, str]]) -> Completion:
-        """One chat completion, retried as needed; raises LLMBudgetExhausted or LLMUnavailable."""
+    def call_limit_s(self, deadline: float | None = None) -> float:
+        """The most seconds a call started now may take: max_attempts * timeout_s, or less before `deadline`."""
+        own = self.config.max_attempts * self.config.timeout_s
+        return max(0.0, min(own, deadline - time.monotonic())) if deadline is not None else own
+
+    def complete(self, messages: list[dict[str, str]], deadline: float | None = None) -> Completion:
+        """One chat completion, retried as needed, done by `deadline` (a time.monotonic() value) and
+        by the call's own limit; raises LLMBudgetExhausted or LLMUnavailable."""
         self._check_budget()
-        began = time.perf_counter()
+        began = time.monotonic()
+        end = began + self.call_limit_s(deadline)
+        sent = [{**m, "content": redact(m["content"])} for m in messages]
         attempts = 0
-
-        def attempt() -> ChatCompletion:
-            nonlocal attempts
+        while True:
+            if time.monotonic() >= end:
+                raise self._out_of_time(began, deadline, attempts)
             attempts += 1
-            return self._send(messages)
-
-        try:
-            response = self._retrying()(attempt)
-        except (openai.APIError, *RETRYABLE) as exc:
-            raise self._failure(exc, attempts) from exc
-        completion = self._completion(response, messages, time.perf_counter() - began, attempts)
+            try:
+                reply = self._attempt(sent, min(time.monotonic() + self.config.timeout_s, end))
+                break
+            except Exception as exc:  # whatever a broken server makes of an attempt: retried or reported
+                delay = self._retry_delay(exc, attempts, end)
+                if delay is None:
+                    raise self._failure(exc, attempts, began, deadline) from exc
+                self._sleep(delay)
+        completion = self._completion(reply, sent, time.monotonic() - began, attempts)
         self.calls += 1
         self.tokens_used += completion.prompt_tokens + completion.completion_tokens
         return completion
@@ -163,21 +196,21 @@ class LLMClient:
         """(True, what answers) or (False, why not), for `kagent doctor`. Never raises."""
         timeout_s = min(PROBE_TIMEOUT_S, self.config.timeout_s)
         try:
-            return self._probe(timeout_s)
-        except Exception as exc:  # a doctor must report, not crash
+            return call_before(lambda _: self._probe(timeout_s), time.monotonic() + timeout_s)
+        except Exception as exc:  # noqa: BLE001 - a doctor must report, not crash
             hint = HINT if isinstance(exc, openai.APIConnectionError) else "check the URL, the key and the server"
-            return False, f"cannot list the models at {self.base_url}: {describe(exc, timeout_s)}; {hint}"
+            return False, redact(f"cannot list the models at {self.base_url}: {describe(exc, timeout_s)}; {hint}")
 
     def _probe(self, timeout_s: float) -> tuple[bool, str]:
         page = self._client.with_options(timeout=timeout_s, max_retries=0).models.list()
         data = getattr(page, "data", None)
         if not isinstance(data, list):
             return False, f"{self.base_url}/models gave no model list; is it an OpenAI-compatible endpoint?"
-        served = [str(getattr(m, "id", m)) for m in data]
+        served = [redact(str(getattr(m, "id", m)))[:100] for m in data]
         shown = ", ".join(served[:10]) + (f" (+{len(served) - 10} more)" if len(served) > 10 else "")
         if served and self.config.model not in served:
             return False, (f"the server at {self.base_url} is up but does not serve model {self.config.model!r}; "
-                           f"served models: {shown}; check KAGENT_LLM_MODEL / --llm-model")
+                           f"served models: {shown}; check {MODEL_HINT}")
         return True, f"model {self.config.model} answers at {self.base_url}; served models: {shown or 'none listed'}"
 
     def _check_budget(self) -> None:
@@ -186,56 +219,83 @@ class LLMClient:
             raise LLMBudgetExhausted(f"token budget spent: {self.tokens_used} of {budget} tokens used "
                                      f"in {_plural(self.calls, 'call')}")
 
-    def _retrying(self) -> Retrying:
-        return Retrying(stop=stop_after_attempt(self.config.max_attempts), wait=self.wait,
-                        retry=retry_if_exception(is_retryable), sleep=self._sleep, reraise=True,
-                        before_sleep=self._log_retry)
+    def _attempt(self, messages: list[dict[str, str]], deadline: float) -> Reply:
+        """One HTTP attempt, given up at `deadline` however the server dribbles."""
+        read_timeout_s = max(0.0, deadline - time.monotonic()) + READ_GRACE_S
+        return call_before(lambda cancelled: self._post(messages, read_timeout_s, cancelled), deadline)
 
-    def _log_retry(self, retry_state: RetryCallState) -> None:
-        exc = retry_state.outcome.exception()
-        delay = retry_state.next_action.sleep if retry_state.next_action else 0.0
-        log.info("LLM attempt %d failed: %s; retrying in %.1f s", retry_state.attempt_number,
-                 describe(exc, self.config.timeout_s), delay)
+    def _post(self, messages: list[dict[str, str]], timeout_s: float, cancelled: threading.Event) -> Reply:
+        """Runs in the attempt's thread: the request, the raw body (capped) and its checked fields."""
+        with self._client.chat.completions.with_streaming_response.create(
+                model=self.config.model, messages=cast("list[ChatCompletionMessageParam]", messages),
+                temperature=self.config.temperature, max_tokens=self.config.max_tokens, timeout=timeout_s) as response:
+            try:
+                body = read_capped(_until_cancelled(response.iter_bytes(), cancelled))
+            except (MalformedResponse, Cancelled):
+                raise
+            except Exception as exc:  # the HTTP library's own (a broken connection): it varies by SDK version
+                raise AnswerCutOff(f"the connection broke while reading the answer ({type(exc).__name__}: "
+                                   f"{exc})") from exc
+        return parse_reply(body)
 
-    def _send(self, messages: list[dict[str, str]]) -> ChatCompletion:
-        response = self._client.chat.completions.create(
-            model=self.config.model, messages=messages, temperature=self.config.temperature,
-            max_tokens=self.config.max_tokens)
-        if not isinstance(response, pydantic.BaseModel):  # the SDK hands back raw text it could not parse
-            raise MalformedResponse(f"expected a chat completion, got {str(response)[:200]!r}")
-        return response
+    def _retry_delay(self, exc: Exception, attempt: int, end: float) -> float | None:
+        """Seconds to wait before another attempt; None when there is to be none (or it would start too late)."""
+        if not is_retryable(exc) or attempt >= self.config.max_attempts:
+            return None
+        delay = self.wait.delay(attempt, exc)
+        if time.monotonic() + delay >= end:
+            return None
+        log.info("LLM attempt %d failed: %s; retrying in %.1f s", attempt,
+                 redact(describe(exc, self.config.timeout_s)), delay)
+        return delay
 
-    def _completion(self, response: ChatCompletion, messages: list[dict[str, str]],
-                    seconds: float, attempts: int) -> Completion:
-        choices = getattr(response, "choices", None) or []
-        first = choices[0] if choices else None
-        message = getattr(first, "message", None)
-        text = getattr(message, "content", None) or ""
-        usage = getattr(response, "usage", None)
-        if usage is not None and usage.prompt_tokens is not None and usage.completion_tokens is not None:
-            prompt_tokens, completion_tokens = usage.prompt_tokens, usage.completion_tokens
-        else:  # the server kept quiet: about four characters a token
-            prompt_tokens = sum(len(str(m.get("content") or "")) for m in messages) // 4
-            completion_tokens = len(text) // 4
-        return Completion(text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                          finish_reason=getattr(first, "finish_reason", None), seconds=seconds, attempts=attempts)
+    def _completion(self, reply: Reply, messages: list[dict[str, str]], seconds: float, attempts: int) -> Completion:
+        prompt_tokens, completion_tokens = reply.prompt_tokens, reply.completion_tokens
+        if prompt_tokens is None or completion_tokens is None:  # the server kept quiet: about four characters a token
+            prompt_tokens = sum(len(m["content"]) for m in messages) // 4
+            completion_tokens = len(reply.text) // 4
+        return Completion(text=reply.text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                          finish_reason=reply.finish_reason, seconds=seconds, attempts=attempts)
 
-    def _failure(self, exc: Exception, attempts: int) -> LLMUnavailable:
-        """The LLMUnavailable for the last error, with what to check."""
+    def _why_stopped(self, began: float, deadline: float | None) -> str:
+        own = self.config.max_attempts * self.config.timeout_s
+        if deadline is not None and deadline < began + own:
+            return "the run's time limit"
+        return f"the call's limit of {own:g} s (max_attempts * timeout_s)"
+
+    def _out_of_time(self, began: float, deadline: float | None, attempts: int) -> LLMUnavailable:
+        when = f"after {_plural(attempts, 'attempt')}" if attempts else "before the first attempt"
+        return LLMUnavailable(f"no time left to ask model {self.config.model!r} at {self.base_url}: "
+                              f"{self._why_stopped(began, deadline)} was reached {when}")
+
+    def _failure(self, exc: Exception, attempts: int, began: float, deadline: float | None) -> LLMUnavailable:
+        """The LLMUnavailable for the last error, with what to check; no credential in it."""
+        return LLMUnavailable(redact(self._failure_text(exc, attempts, began, deadline)))
+
+    def _failure_text(self, exc: Exception, attempts: int, began: float, deadline: float | None) -> str:
         model, url = self.config.model, self.base_url
         if isinstance(exc, openai.APIStatusError) and not is_retryable(exc):
             code, said = exc.status_code, server_message(exc)
             if code in (401, 403):
-                key = "no API key is set" if self.config.api_key in (None, NO_KEY) else "check the key"
-                return LLMUnavailable(f"the server at {url} refused the request (HTTP {code}: {said}); "
-                                      f"{key} (OPENAI_API_KEY / --llm-api-key)")
+                key = "no API key is set" if self.config.request_key == NO_KEY else "check the key"
+                return f"the server at {url} refused the request (HTTP {code}: {said}); {key} ({KEY_HINT})"
             if code == 404:
-                return LLMUnavailable(f"the server at {url} has no model {model!r} or no such endpoint "
-                                      f"(HTTP 404: {said}); check the model name (KAGENT_LLM_MODEL / --llm-model) "
-                                      f"and that the URL ends in /v1")
-            return LLMUnavailable(f"the server at {url} rejected the request for model {model!r} "
-                                  f"(HTTP {code}: {said})")
+                return (f"the server at {url} has no model {model!r} or no such endpoint (HTTP 404: {said}); "
+                        f"check the model name ({MODEL_HINT}) and that the URL ends in /v1")
+            return f"the server at {url} rejected the request for model {model!r} (HTTP {code}: {said})"
         hint = f"is {url} an OpenAI-compatible endpoint (usually ending in /v1)?" if isinstance(exc, MALFORMED) \
             else HINT
-        return LLMUnavailable(f"no answer from model {model!r} at {url} after {_plural(attempts, 'attempt')}; "
-                              f"last error: {describe(exc, self.config.timeout_s)}; {hint}")
+        stopped = ""
+        if is_retryable(exc) and attempts < self.config.max_attempts:  # time ran out before the attempts did
+            stopped = f", stopped by {self._why_stopped(began, deadline)}"
+        return (f"no answer from model {model!r} at {url} after {_plural(attempts, 'attempt')} in "
+                f"{time.monotonic() - began:.1f} s{stopped}; last error: {describe(exc, self.config.timeout_s)}; "
+                f"{hint}")
+
+
+def _until_cancelled(chunks: Iterable[bytes], cancelled: threading.Event) -> Iterator[bytes]:
+    """The chunks, until the attempt is abandoned: then Cancelled ends the thread's read."""
+    for chunk in chunks:
+        if cancelled.is_set():
+            raise Cancelled
+        yield chunk

@@ -6,6 +6,12 @@ The config file is TOML, by default `$KAGENT_CONFIG` or `~/.config/kagent/config
     model = "qwen2.5-coder-32b"
     base_url = "http://localhost:8000/v1"   # vLLM, Ollama, llama.cpp, SGLang... or omit for api.openai.com
     token_budget = 2_000_000
+
+Credentials in the URL (`https://user:key@host/v1`) are not sent as HTTP basic auth (the SDK's
+HTTP client would, replacing the `Authorization: Bearer` header OpenAI-compatible servers read):
+they are taken off the URL and the password (or a lone user name) becomes the API key, unless a key
+is set too, which then wins. Either way both are registered with `sandbox.register_secret`, so that
+no log, prompt or stored file shows them; `display_url` is the form to store or show.
 """
 
 from __future__ import annotations
@@ -15,10 +21,15 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import pydantic
 
+from sandbox import redact, register_secret
+
 NO_KEY = "not-needed"  # local servers accept any key, but the SDK insists on one
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+MAX_ATTEMPTS = 10  # each may take timeout_s: more would only stall a run
 FILE_KEYS = ("model", "base_url", "api_key", "timeout_s", "max_attempts", "token_budget", "temperature",
              "max_tokens")
 ENV_KEYS = {"base_url": "OPENAI_BASE_URL", "api_key": "OPENAI_API_KEY", "model": "KAGENT_LLM_MODEL",
@@ -35,11 +46,69 @@ class LLMConfig(pydantic.BaseModel):
     base_url: str | None = None  # None: the SDK's default (api.openai.com)
     api_key: str | None = None
     model: str = pydantic.Field(min_length=1)
-    timeout_s: float = pydantic.Field(120.0, gt=0)  # per call
-    max_attempts: int = pydantic.Field(5, ge=1)  # HTTP attempts per call, the first one included
+    timeout_s: float = pydantic.Field(120.0, gt=0)  # per HTTP attempt, all of it (not per read)
+    max_attempts: int = 5  # HTTP attempts per call, the first one included; a call takes at most
+    # max_attempts * timeout_s, the waits between attempts included
     token_budget: int | None = pydantic.Field(None, ge=0)  # prompt + completion tokens of a whole run
     temperature: float = pydantic.Field(0.2, ge=0)
     max_tokens: int = pydantic.Field(4096, ge=1)  # per completion
+
+    @pydantic.field_validator("max_attempts")
+    @classmethod
+    def _attempts_in_range(cls, value: int) -> int:
+        if not 1 <= value <= MAX_ATTEMPTS:
+            raise ValueError(f"max_attempts must be 1 to {MAX_ATTEMPTS} (HTTP attempts per call, each up to "
+                             f"timeout_s long)")
+        return value
+
+    def model_post_init(self, context: Any) -> None:
+        """The key and the URL's credentials are secrets from now on: masked wherever kagent writes."""
+        if self.api_key != NO_KEY:
+            register_secret(self.api_key)
+        for secret in url_secrets(self.base_url):
+            register_secret(secret)
+
+    @property
+    def display_url(self) -> str | None:
+        """`base_url` without its credentials: what may be stored, shown or logged (None: the default URL)."""
+        return without_credentials(self.base_url) if self.base_url else None
+
+    @property
+    def request_url(self) -> str:
+        """The URL the client sends to: without credentials (they travel as the API key)."""
+        return without_credentials(self.base_url or DEFAULT_BASE_URL)
+
+    @property
+    def request_key(self) -> str:
+        """The API key sent as `Authorization: Bearer`: the configured key, else the URL's credential."""
+        if self.api_key and self.api_key != NO_KEY:
+            return self.api_key
+        return url_credential(self.base_url) or self.api_key or NO_KEY
+
+
+def without_credentials(url: str) -> str:
+    """`url` with everything up to the last `@` of its host part dropped (a password may hold an `@`)."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+def url_credential(url: str | None) -> str | None:
+    """The key a URL carries: its password, or its user name when it has no password."""
+    parts = urlsplit(url or "")
+    value = parts.password or parts.username
+    return unquote(value) if value else None
+
+
+def url_secrets(url: str | None) -> set[str]:
+    """Every form of the credentials in `url`: the userinfo, the password or lone user name, raw and decoded."""
+    parts = urlsplit(url or "")
+    if "@" not in parts.netloc:
+        return set()
+    userinfo = parts.netloc.rsplit("@", 1)[0]
+    raw = parts.password or parts.username or ""
+    return {value for value in (userinfo, raw, unquote(raw)) if value}
 
 
 def default_config_path(env: Mapping[str, str]) -> Path:
@@ -109,5 +178,6 @@ def _validate(values: dict[str, Any], sources: dict[str, str]) -> LLMConfig:
         error = exc.errors()[0]
         key = str(error["loc"][0]) if error["loc"] else "?"
         where = sources.get(key, key)
-        shown = "" if key == "api_key" else f" (got {error.get('input')!r})"  # never echo a key
-        raise LLMConfigError(f"{where}: {error['msg']}{shown}") from None
+        shown = "" if key == "api_key" else f" (got {redact(repr(error.get('input')))})"  # never echo a key
+        said = error["msg"].removeprefix("Value error, ")
+        raise LLMConfigError(f"{where}: {said}{shown}") from None

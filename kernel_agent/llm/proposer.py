@@ -3,26 +3,29 @@
 It writes whole kernel structures (new files in the run folder, in the directive format, so the
 offline specialists can then tune the knobs the LLM declared) and repairs failed ones with the
 evidence. Every prompt and completion is kept in `trajectory.jsonl` with the candidate it produced,
-its Outcome and its rank reward: the data RL fine-tuning will read. A failing endpoint never ends
-the run: the proposer switches itself off and says why.
+its Outcome and its rank reward: the data RL fine-tuning will read; every row passes through
+`sandbox.redact` first. A failing endpoint never ends the run: the proposer switches itself off and
+says why. While it waits for the model it tells `on_wait`, and no call runs past `deadline`.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any
 
-from sandbox import Outcome, Status
+from sandbox import Outcome, Status, redact
 
 from ..kernel import KernelError
 from ..optimize.space import Candidate, Space
 from ..optimize.strategies import Attempt, Proposal, SearchState
 from ..task import Task
 from .answers import parse_answer
-from .client import LLMError
+from .client import ChatModel, LLMError
 from .context import prompt_context, repair_context
 from .error_rules import rules_from_compile_log
 from .prompts import render
@@ -53,7 +56,7 @@ class Origin:
 
 @dataclass
 class LLMProposer:
-    client: object  # LLMClient or anything with .complete(messages) -> Completion
+    client: ChatModel  # an LLMClient, or a fake
     task: Task
     space: Space
     run_dir: Path
@@ -68,8 +71,10 @@ class LLMProposer:
     repairs: list[Attempt] = field(default_factory=list)
     calls: int = 0
     recorded: list[dict] = field(default_factory=list)  # earlier completions of this run (resume)
+    on_wait: Callable[[str | None], None] | None = None  # told "waiting for the LLM (...)" before a call, None after
+    deadline: float | None = None  # time.monotonic() by which every call must be over (the run's time limit)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.kernels_dir = self.run_dir / "llm_kernels"
         self.kernels_dir.mkdir(parents=True, exist_ok=True)
         self.trajectory = self.run_dir / "trajectory.jsonl"
@@ -107,8 +112,8 @@ class LLMProposer:
         messages = [{"role": "system", "content": render("system.j2", arch=self.arch)},
                     {"role": "user", "content": prompt}]
         tally = self.tallies.setdefault((role, round_), Tally())
-        for _ in range(1 + PARSE_RETRIES):
-            completion = self._complete(messages)
+        for ask in range(1, 2 + PARSE_RETRIES):
+            completion = self._complete(messages, role if round_ == 0 else f"{role} repair {round_}", ask)
             if completion is None:
                 return None
             tally.answers += 1
@@ -139,20 +144,24 @@ class LLMProposer:
         text = source.strip()
         return next((label for label, ks in self.space.kernels.items() if ks.kernel.source.strip() == text), None)
 
-    def _complete(self, messages: list[dict]) -> dict | None:
+    def _complete(self, messages: list[dict], who: str, ask: int) -> dict | None:
         """The model's answer (or, when resuming, the answer it gave before to the same prompt)."""
         self.calls += 1
-        if self.calls <= len(self.recorded) and self.recorded[self.calls - 1]["messages"] == messages:
+        if self.calls <= len(self.recorded) and self.recorded[self.calls - 1]["messages"] == redacted(messages):
             old = self.recorded[self.calls - 1]
             keys = ("text", "prompt_tokens", "completion_tokens", "finish_reason", "seconds")
             return {**{k: old[k] for k in keys}, "replayed": True}
         self.recorded = self.recorded[: self.calls - 1]  # the run went another way: ask from here on
+        self._waiting(f"waiting for the LLM ({who}, {ORDINALS.get(ask, f'{ask}th')} ask, "
+                      f"up to {math.ceil(self.client.call_limit_s(self.deadline))} s)")
         try:
-            c = self.client.complete(messages)
+            c = self.client.complete(messages, deadline=self.deadline)
         except LLMError as exc:
-            self.enabled, self.disabled_reason = False, str(exc)
-            self.notice(f"LLM failed ({exc}); continuing with the offline specialists only")
+            self.enabled, self.disabled_reason = False, redact(str(exc))
+            self.notice(f"LLM failed ({self.disabled_reason}); continuing with the offline specialists only")
             return None
+        finally:
+            self._waiting(None)
         return {"text": c.text, "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens,
                 "finish_reason": c.finish_reason, "seconds": round(c.seconds, 3)}
 
@@ -186,6 +195,24 @@ class LLMProposer:
     def _rules(self) -> list[str]:
         return [f"{text} (hit {hits} times)" for text, hits in self.error_rules.most_common(10)]
 
+    def _waiting(self, text: str | None) -> None:
+        if self.on_wait is not None:
+            self.on_wait(text)
+
     def _log(self, row: dict) -> None:
         with self.trajectory.open("a") as f:
-            f.write(json.dumps(row) + "\n")
+            f.write(json.dumps(redacted(row)) + "\n")
+
+
+ORDINALS = {1: "1st", 2: "2nd", 3: "3rd"}
+
+
+def redacted(value: Any) -> Any:
+    """`value` with every string in it (in lists and dicts too) passed through `sandbox.redact`."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [redacted(v) for v in value]
+    if isinstance(value, dict):
+        return {k: redacted(v) for k, v in value.items()}
+    return value

@@ -14,14 +14,14 @@ import threading
 import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 ErrorBody = dict[str, Any] | str | None
 
 
 @dataclass(frozen=True)
 class Step:
-    """One scripted reply. `kind` is "answer", "status", "hang", "malformed" or "empty"."""
+    """One scripted reply. `kind` is "answer", "status", "hang", "malformed", "empty", "raw", "drip" or "huge"."""
 
     kind: str
     text: str = ""
@@ -34,6 +34,9 @@ class Step:
     body: ErrorBody = None
     seconds: float = 0.0
     content_type: str = "application/json"
+    data: bytes = b""  # "raw": the exact body
+    interval: float = 0.0  # "drip": seconds between bytes
+    size: int = 0  # "huge": bytes of body
 
 
 def answer(text: str, finish_reason: str = "stop", prompt_tokens: int = 10, completion_tokens: int = 20,
@@ -68,6 +71,26 @@ def empty() -> Step:
     return Step("empty")
 
 
+def raw(data: bytes, content_type: str = "application/json", code: int = 200) -> Step:
+    """Exactly these bytes as the body (not UTF-8, JSON of the wrong shape...), by default with 200."""
+    return Step("raw", data=data, content_type=content_type, code=code)
+
+
+def json_reply(value: Any) -> Step:
+    """200 with any JSON value as the body: a chat completion with a field broken, a list, a string..."""
+    return raw(json.dumps(value).encode())
+
+
+def drip(interval: float = 0.5, text: str = "late answer") -> Step:
+    """200 and the headers at once, then the body of a normal answer one byte every `interval` seconds."""
+    return Step("drip", text=text, interval=interval)
+
+
+def huge(size: int) -> Step:
+    """200 with a body of `size` bytes, sent as fast as the client reads: a chat completion whose text never ends."""
+    return Step("huge", size=size)
+
+
 def completion_json(step: Step, model: str) -> dict[str, Any]:
     """The chat.completion body for an answer step."""
     choices = [] if step.kind == "empty" else [{
@@ -87,7 +110,7 @@ def error_json(code: int, message: str) -> dict[str, Any]:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: "_Server"
+    server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
@@ -103,13 +126,13 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         fake = self.server.fake
         length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length).decode("utf-8", "replace")
+        text = self.rfile.read(length).decode("utf-8", "replace")
         if self.path.rstrip("/") != "/v1/chat/completions":
             return self._send(404, error_json(404, f"no route POST {self.path}"))
         try:
-            body = json.loads(raw)
+            body = json.loads(text)
         except json.JSONDecodeError:
-            body = raw
+            body = text
         step = fake.record(self, body)
         self._play(step, body.get("model", "") if isinstance(body, dict) else "")
 
@@ -123,29 +146,65 @@ class _Handler(BaseHTTPRequestHandler):
         if step.kind == "malformed":
             return self._send(200, '{"id": "chatcmpl-fake", "choices": [ this is not JSON', {},
                               step.content_type)
+        if step.kind == "raw":
+            return self._send(step.code, step.data, {}, step.content_type)
+        if step.kind == "drip":
+            return self._drip(json.dumps(completion_json(step, model)).encode(), step.interval)
+        if step.kind == "huge":
+            return self._huge(step.size)
         if step.kind == "hang":
             self.server.fake.stopping.wait(step.seconds)
         self._send(200, completion_json(step, model))
 
-    def _send(self, code: int, body: dict[str, Any] | str, headers: dict[str, str] | None = None,
-              content_type: str = "application/json") -> None:
-        data = (json.dumps(body) if isinstance(body, dict) else body).encode()
+    def _drip(self, data: bytes, interval: float) -> None:
         try:
-            self.send_response(code)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in (headers or {}).items():
-                self.send_header(name, value)
-            self.end_headers()
+            self._headers(200, len(data), {}, "application/json")
+            for i in range(len(data)):
+                if self.server.fake.stopping.wait(interval):
+                    return
+                self.wfile.write(data[i:i + 1])
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _huge(self, size: int) -> None:
+        head = b'{"id": "chatcmpl-fake", "object": "chat.completion", "choices": [{"message": {"content": "'
+        block = b"x" * 65536
+        sent = 0
+        try:
+            self._headers(200, size, {}, "application/json")
+            self.wfile.write(head)
+            for sent in range(len(head), size, len(block)):
+                if self.server.fake.stopping.is_set():
+                    break
+                self.wfile.write(block[:size - sent])
+            else:
+                sent = size
+        except (BrokenPipeError, ConnectionResetError):  # the client stopped reading: the point
+            pass
+        self.server.fake.huge_sent.append(sent)
+
+    def _send(self, code: int, body: dict[str, Any] | str | bytes, headers: dict[str, str] | None = None,
+              content_type: str = "application/json") -> None:
+        data = body if isinstance(body, bytes) else (json.dumps(body) if isinstance(body, dict) else body).encode()
+        try:
+            self._headers(code, len(data), headers or {}, content_type)
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout): fine
             pass
+
+    def _headers(self, code: int, length: int, headers: dict[str, str], content_type: str) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(length))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
 
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False  # stop() must not wait for a hanging handler
-    fake: "FakeOpenAI"
+    fake: FakeOpenAI
 
 
 class FakeOpenAI:
@@ -160,6 +219,7 @@ class FakeOpenAI:
         self.requests: list[Any] = []  # the parsed JSON body of every chat request
         self.headers: list[dict[str, str]] = []  # the headers of every chat request
         self.paths: list[str] = []  # "METHOD /path" of every request, chat and models
+        self.huge_sent: list[int] = []  # bytes a "huge" step wrote before the client stopped reading
         self.stopping = threading.Event()
         self._lock = threading.Lock()
         self._server: _Server | None = None
@@ -171,7 +231,7 @@ class FakeOpenAI:
         assert self._base_url, "start the server first"
         return self._base_url
 
-    def start(self) -> "FakeOpenAI":
+    def start(self) -> FakeOpenAI:
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.fake = self
         host, port = self._server.server_address[:2]
@@ -189,7 +249,7 @@ class FakeOpenAI:
             self._server.server_close()
             self._server = None
 
-    def __enter__(self) -> "FakeOpenAI":
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

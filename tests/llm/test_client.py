@@ -3,45 +3,23 @@
 from __future__ import annotations
 
 import random
-import socket
 import time
 from pathlib import Path
 
 import pytest
-from tenacity import RetryCallState
 
-from kernel_agent.llm.client import BackoffWait, LLMBudgetExhausted, LLMClient, LLMUnavailable
+from kernel_agent.llm.client import BackoffWait, LLMBudgetExhausted, LLMUnavailable
 from kernel_agent.llm.config import LLMConfig, LLMConfigError, load_llm_config
-from tests.llm.fake_server import FakeOpenAI, answer, empty, hang, malformed, status, truncated
-
-MESSAGES = [{"role": "system", "content": "You write CUDA."}, {"role": "user", "content": "Write a kernel."}]
-
-
-class Recorder:
-    """A stand-in for time.sleep that keeps the delays."""
-
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    def __call__(self, seconds: float) -> None:
-        self.delays.append(seconds)
-
-
-@pytest.fixture
-def sleeps() -> Recorder:
-    return Recorder()
-
-
-def client_for(url: str, sleeps: Recorder, **settings) -> LLMClient:
-    return LLMClient(LLMConfig(base_url=url, model="test-model", **settings), sleep=sleeps)
-
-
-def free_port() -> int:
-    """A port nothing listens on (bound, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
+from tests.llm.fake_server import (
+    FakeOpenAI,
+    answer,
+    empty,
+    hang,
+    malformed,
+    status,
+    truncated,
+)
+from tests.llm.support import MESSAGES, client_for, free_port
 
 # ---- answers
 
@@ -142,9 +120,8 @@ def test_all_attempts_failing_names_url_and_attempts(sleeps):
 
 
 def test_malformed_every_time_says_so(sleeps):
-    with FakeOpenAI([malformed()]) as server:
-        with pytest.raises(LLMUnavailable, match="malformed response") as caught:
-            client_for(server.base_url, sleeps, max_attempts=2).complete(MESSAGES)
+    with FakeOpenAI([malformed()]) as server, pytest.raises(LLMUnavailable, match="malformed response") as caught:
+        client_for(server.base_url, sleeps, max_attempts=2).complete(MESSAGES)
     assert "2 attempts" in str(caught.value) and len(server.requests) == 2
 
 
@@ -152,9 +129,9 @@ def test_malformed_every_time_says_so(sleeps):
                                          (404, "test-model")])
 def test_client_errors_fail_at_once(sleeps, code, words):
     body = {"error": {"message": f"server says {code}"}}
-    with FakeOpenAI([status(code, body=body), answer("never reached")]) as server:
-        with pytest.raises(LLMUnavailable) as caught:
-            client_for(server.base_url, sleeps).complete(MESSAGES)
+    with FakeOpenAI([status(code, body=body), answer("never reached")]) as server, \
+            pytest.raises(LLMUnavailable) as caught:
+        client_for(server.base_url, sleeps).complete(MESSAGES)
     message = str(caught.value)
     assert words in message and f"server says {code}" in message and server.base_url in message
     assert len(server.requests) == 1 and sleeps.delays == []
@@ -230,16 +207,9 @@ def test_probe_unreachable_is_false_and_quick(sleeps):
 # ---- backoff
 
 
-def retry_state(attempt: int, exc: Exception) -> RetryCallState:
-    state = RetryCallState(retry_object=None, fn=None, args=(), kwargs={})
-    state.attempt_number = attempt
-    state.set_exception((type(exc), exc, None))
-    return state
-
-
 def test_backoff_doubles_up_to_the_cap():
     wait = BackoffWait(base_s=0.5, factor=2.0, cap_s=30.0, rng=random.Random(0))
-    delays = [wait(retry_state(n, ConnectionError())) for n in range(1, 10)]
+    delays = [wait.delay(n, ConnectionError()) for n in range(1, 10)]
     ceilings = [min(30.0, 0.5 * 2 ** (n - 1)) for n in range(1, 10)]
     assert all(c / 2 <= d <= c for d, c in zip(delays, ceilings))
     assert max(delays) <= 30.0 and delays[-1] >= 15.0
@@ -303,6 +273,8 @@ def test_config_key_placeholder_only_for_custom_urls(tmp_path):
     ("[llm\nmodel = 'x'", "not valid TOML"),
     ("[llm]\nmodel = 'x'\ntimeout_s = 'soon'", "timeout_s"),
     ("[llm]\nmodel = 'x'\nmax_attempts = 0", "max_attempts"),
+    ("[llm]\nmodel = 'x'\nmax_attempts = 50", ("max_attempts must be 1 to 10 (HTTP attempts per call, each up to "
+                                                 "timeout_s long) (got 50)")),
     ("[llm]\nmodel = 'x'\nmodle = 'y'", "modle"),
     ("llm = 3", "table"),
 ])

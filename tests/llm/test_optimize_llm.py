@@ -8,11 +8,20 @@ import json
 import shutil
 
 import pytest
-
 from typer.testing import CliRunner
 
 from kernel_agent.cli import app
-from tests.llm.fake_server import FakeOpenAI, answer, hang, malformed, status, truncated
+from tests.llm.fake_server import (
+    FakeOpenAI,
+    answer,
+    completion_json,
+    hang,
+    json_reply,
+    malformed,
+    raw,
+    status,
+    truncated,
+)
 from tests.paths import ROOT
 
 RECORDING = ROOT / "tests" / "data" / "h200" / "layernorm.json"
@@ -96,6 +105,24 @@ def test_an_unreachable_endpoint_falls_back_to_the_offline_specialists(tmp_path)
     assert len((run_dir / "attempts.jsonl").read_text().splitlines()) == 8
 
 
+def test_a_broken_reply_switches_the_llm_off_and_the_offline_specialists_finish(tmp_path):
+    content_a_number = completion_json(answer("unused"), "test-model")
+    content_a_number["choices"][0]["message"]["content"] = 5
+    script = [json_reply(content_a_number), raw(b'{"choices": [{"message": {"content": "\xff\xfe"}}]}')]
+    config = config_file(tmp_path, timeout_s=2.0, max_attempts=2)
+    with FakeOpenAI(script) as server:  # the last step repeats
+        result = optimize(ROOT / "tasks" / "layernorm.yaml", tmp_path / "out", server.base_url, config,
+                          "--budget", 8)
+        asked = len(server.requests)
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "malformed response" in said and "continuing with the offline specialists" in said
+    assert asked == 2  # one call, retried once, then the proposer switched itself off
+    (run_dir,) = (tmp_path / "out" / "layernorm").iterdir()
+    assert "switched off during the run" in (run_dir / "report.md").read_text()
+    assert len((run_dir / "attempts.jsonl").read_text().splitlines()) == 8
+
+
 def test_llm_needs_the_agent_strategy(tmp_path):
     result = CliRunner().invoke(app, ["optimize", str(ROOT / "tasks" / "layernorm.yaml"), "--strategy", "random",
                                       "--llm", "m", "--out", str(tmp_path), "--executor", "replay"],
@@ -130,8 +157,8 @@ def test_recorded_model_answers_drive_the_loop_the_same_way(tmp_path, fixture):
     assert result.exit_code == 0, result.output
     (run_dir,) = (tmp_path / "out" / meta["task_name"]).iterdir()
     again = [json.loads(line) for line in (run_dir / "trajectory.jsonl").read_text().splitlines()]
-    shape = lambda rs: [(r["role"], r["round"], r["parsed"], r["kernel"]) for r in rs if r["type"] == "call"]  # noqa: E731
-    verdicts = lambda rs: [(r["kernel"], r["status"]) for r in rs if r["type"] == "result"]  # noqa: E731
+    shape = lambda rs: [(r["role"], r["round"], r["parsed"], r["kernel"]) for r in rs if r["type"] == "call"]
+    verdicts = lambda rs: [(r["kernel"], r["status"]) for r in rs if r["type"] == "result"]
     assert shape(again) == shape(rows)
     assert verdicts(again) == verdicts(rows)
 

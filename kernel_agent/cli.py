@@ -19,7 +19,7 @@ from rich.markup import escape
 
 from sandbox import (
     DirectiveError, GpuWorker, SandboxError, Settings, Status, ToolchainError, ceilings, compile_source,
-    detect_arch, gpu_count, include_dirs, nvrtc_version, strip_url_credentials, target_arch,
+    detect_arch, gpu_count, include_dirs, nvrtc_version, target_arch,
 )
 
 from .check import BaselineError, check
@@ -357,7 +357,7 @@ def _llm_settings(model: str | None, base_url: str | None, budget: int | None,
     if config is None:
         return {}, None
     settings = {"llm_model": config.model, "llm_token_budget": config.token_budget, "llm_every": every,
-                "llm_base_url": strip_url_credentials(config.base_url) if config.base_url else None}
+                "llm_base_url": config.display_url}
     return settings, config.base_url
 
 
@@ -390,7 +390,10 @@ def _optimize_progress(config):
             base = {}
 
             def on_start(cfg, space, executor, strategy):
-                base["llm"] = getattr(strategy, "llm", None)
+                base["llm"] = llm = getattr(strategy, "llm", None)
+                if llm is not None:  # a model answer takes minutes on a small local server: say so meanwhile
+                    llm.on_wait = lambda text: progress.update(bar, description=f"{cfg.task}: {text}" if text
+                                                               else base.get("line", cfg.task))
                 progress.update(bar, description=f"{cfg.task}: timing the baseline ({executor.name})")
 
             def on_batch(state, batch):
@@ -407,8 +410,8 @@ def _optimize_progress(config):
                 llm = base.get("llm")
                 llm_text = (f" | LLM {llm.calls} calls, {llm.client.tokens_used} tokens"
                             + ("" if llm.enabled else " (off)")) if llm else ""
-                progress.update(bar, completed=len(state.attempts), description=(
-                    f"{config.task}: best {speed} | failures {failed} | acting: {acting}{llm_text}"))
+                base["line"] = f"{config.task}: best {speed} | failures {failed} | acting: {acting}{llm_text}"
+                progress.update(bar, completed=len(state.attempts), description=base["line"])
 
             yield on_start, on_batch
 

@@ -49,7 +49,7 @@ def main(conn, device: int) -> None:
             return
         try:
             reply = HANDLERS[kind](payload, beat)
-        except Exception:
+        except (Exception, SystemExit):  # SystemExit: a task's reference that calls sys.exit is the task's fault
             conn.send(("error", traceback.format_exc()))
             continue
         conn.send(("done", reply))

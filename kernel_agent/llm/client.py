@@ -1,6 +1,6 @@
 """A chat client for any OpenAI-compatible server, with retries, backoff, deadlines and a token budget.
 
-The SDK's own retries are off: the client retries rate limits, server errors, timeouts, lost
+The SDK's own retries are off: tenacity retries rate limits, server errors, timeouts, lost
 connections and malformed bodies, honouring `Retry-After`. Client errors (400, 401, 403, 404) fail at
 once. Each attempt is bounded as a whole (timeout_s, `deadline.py`), not per read, and so is the call
 (max_attempts * timeout_s, or the caller's deadline if sooner): no attempt starts after it, a running
@@ -21,6 +21,7 @@ from typing import Protocol, cast
 
 import openai
 from openai.types.chat import ChatCompletionMessageParam
+from tenacity import RetryCallState, Retrying, retry_if_exception
 
 from sandbox import redact
 
@@ -60,6 +61,10 @@ class LLMUnavailable(LLMError):
 
 class LLMBudgetExhausted(LLMError):
     """The run's token budget is spent."""
+
+
+class OutOfTime(Exception):
+    """The call's time ran out before another attempt could start."""
 
 
 class AnswerCutOff(Exception):
@@ -175,22 +180,48 @@ class LLMClient:
         end = began + self.call_limit_s(deadline)
         sent = [{**m, "content": redact(m["content"])} for m in messages]
         attempts = 0
-        while True:
+
+        def attempt() -> Reply:
+            nonlocal attempts
             if time.monotonic() >= end:
-                raise self._out_of_time(began, deadline, attempts)
+                raise OutOfTime
             attempts += 1
-            try:
-                reply = self._attempt(sent, min(time.monotonic() + self.config.timeout_s, end))
-                break
-            except Exception as exc:  # whatever a broken server makes of an attempt: retried or reported
-                delay = self._retry_delay(exc, attempts, end)
-                if delay is None:
-                    raise self._failure(exc, attempts, began, deadline) from exc
-                self._sleep(delay)
+            return self._attempt(sent, min(time.monotonic() + self.config.timeout_s, end))
+
+        try:
+            reply = self._retrying(end)(attempt)
+        except OutOfTime:
+            raise self._out_of_time(began, deadline, attempts) from None
+        except Exception as exc:  # whatever a broken server makes of an attempt: retried, then reported
+            raise self._failure(exc, attempts, began, deadline) from exc
         completion = self._completion(reply, sent, time.monotonic() - began, attempts)
         self.calls += 1
         self.tokens_used += completion.prompt_tokens + completion.completion_tokens
         return completion
+
+    def _retrying(self, end: float) -> Retrying:
+        """tenacity's retry loop: retryable errors only, at most max_attempts, and no wait that would
+        reach `end`. Stop and wait read the same planned delay per attempt, so it does not matter in
+        which order a tenacity version asks them."""
+        planned: dict[int, float] = {}
+
+        def delay(state: RetryCallState) -> float:
+            number = state.attempt_number
+            if number not in planned:
+                planned[number] = self.wait.delay(number, state.outcome.exception() if state.outcome else None)
+            return planned[number]
+
+        def stop(state: RetryCallState) -> bool:
+            return state.attempt_number >= self.config.max_attempts or time.monotonic() + delay(state) >= end
+
+        return Retrying(stop=stop, wait=delay, retry=retry_if_exception(is_retryable), sleep=self._sleep,
+                        reraise=True, before_sleep=self._log_retry)
+
+    def _log_retry(self, state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        wait = state.next_action.sleep if state.next_action else 0.0
+        log.info("LLM attempt %d failed: %s; retrying in %.1f s", state.attempt_number,
+                 redact(describe(exc, self.config.timeout_s)) if exc else "?", wait)
 
     def probe(self) -> tuple[bool, str]:
         """(True, what answers) or (False, why not), for `kagent doctor`. Never raises."""
@@ -237,17 +268,6 @@ class LLMClient:
                 raise AnswerCutOff(f"the connection broke while reading the answer ({type(exc).__name__}: "
                                    f"{exc})") from exc
         return parse_reply(body)
-
-    def _retry_delay(self, exc: Exception, attempt: int, end: float) -> float | None:
-        """Seconds to wait before another attempt; None when there is to be none (or it would start too late)."""
-        if not is_retryable(exc) or attempt >= self.config.max_attempts:
-            return None
-        delay = self.wait.delay(attempt, exc)
-        if time.monotonic() + delay >= end:
-            return None
-        log.info("LLM attempt %d failed: %s; retrying in %.1f s", attempt,
-                 redact(describe(exc, self.config.timeout_s)), delay)
-        return delay
 
     def _completion(self, reply: Reply, messages: list[dict[str, str]], seconds: float, attempts: int) -> Completion:
         prompt_tokens, completion_tokens = reply.prompt_tokens, reply.completion_tokens

@@ -113,8 +113,11 @@ def _llm_proposer(config: RunConfig, task, space: Space, run_dir: Path, notice: 
 
     llm_config = load_llm_config(model=config.llm_model, base_url=url or config.llm_base_url,
                                  token_budget=config.llm_token_budget)
-    return LLMProposer(LLMClient(llm_config), task, space, run_dir, generic=config.generic, arch=config.arch,
-                       notice=notice)
+    proposer = LLMProposer(LLMClient(llm_config), task, space, run_dir, generic=config.generic, arch=config.arch,
+                           notice=notice)
+    if config.time_limit_s is not None:  # no model call outlives the run's time limit
+        proposer.deadline = time.monotonic() + config.time_limit_s
+    return proposer
 
 
 def execute(config: RunConfig, run_dir: Path, out: Path, device: int = 0, settings: Settings | None = None,

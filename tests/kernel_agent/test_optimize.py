@@ -142,7 +142,7 @@ def test_resume_from_the_command_line_extends_the_budget(tmp_path):
 
 @pytest.mark.parametrize("args, code, words", [
     (["tasks/nope.yaml"], 2, "nope.yaml"),
-    ([LAYERNORM, "--budget", "0"], 2, "at least 1"),
+    ([LAYERNORM, "--budget", "0"], 2, "greater than or equal to 1"),
     ([LAYERNORM, "--strategy", "annealing"], 2, "unknown strategy"),
     ([LAYERNORM, "--executor", "replay", "--fix", "BLOCK=333"], 2, "not one of its values"),
     ([LAYERNORM, "--executor", "replay", "--fix", "NOPE=1"], 2, "no kernel of the task has a knob"),

@@ -35,3 +35,12 @@ def test_reply_with_mismatch_and_timings():
 def test_unknown_status_is_refused():
     with pytest.raises(ValueError):
         outcome_from_reply({"status": "fine"})
+
+
+def test_only_a_suspect_flag_casts_doubt_on_a_correct_kernel():
+    from sandbox import SUSPECT, Outcome, Status
+
+    informational = Outcome(status=Status.ok, flags=["library baseline not timed: ModuleNotFoundError: torch"])
+    assert not informational.suspect
+    doubtful = Outcome(status=Status.ok, flags=[f"{SUSPECT} 140% of a measured hardware ceiling"])
+    assert doubtful.suspect

@@ -103,6 +103,20 @@ class Task(_Strict):
     variants: dict[str, str] = Field(default_factory=dict, description="expert variant kernels")
     root: Path = Field(Path("."), exclude=True, description="folder of the task file (set by the loader)")
 
+    @field_validator("reference", "library", "baseline")
+    @classmethod
+    def _a_path(cls, value: str | None) -> str | None:
+        if value is not None and any(ord(c) < 32 for c in value):
+            raise ValueError(f"{value!r} holds a control character; expected a file name")
+        return value
+
+    @field_validator("variants")
+    @classmethod
+    def _paths(cls, value: dict[str, str]) -> dict[str, str]:
+        for path in value.values():
+            cls._a_path(path)
+        return value
+
     @model_validator(mode="after")
     def _consistent(self) -> "Task":
         problems: list[str] = []

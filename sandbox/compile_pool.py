@@ -18,6 +18,7 @@ from typing import cast
 
 from .compile_worker import NvrtcJob, NvrtcReply
 from .limits import CompileLimits
+from .redact import environment_secrets
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 # The worker imports `sandbox` as a bare package: its __init__ would import everything (pydantic, NumPy,
@@ -35,7 +36,8 @@ class _Worker:
         ours, theirs = socket.socketpair()
         command = [sys.executable, "-c", _LAUNCH, str(theirs.fileno()), str(os.getpid()), _PACKAGE]
         try:
-            self.process = subprocess.Popen(command, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL)
+            self.process = subprocess.Popen(command, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
+                                            env=_environment())
         except BaseException:
             ours.close()
             raise
@@ -178,6 +180,13 @@ class CompilePool:
         with self._lock:
             self._count -= 1
             self._lock.notify()
+
+
+def _environment() -> dict[str, str]:
+    """The worker's environment: ours without the secrets (API keys, tokens), which NVRTC never needs
+    and a kernel that got past the screen could read in /proc/self/environ."""
+    secrets = environment_secrets()
+    return {name: value for name, value in os.environ.items() if value not in secrets}
 
 
 def _too_late(worker: _Worker, limits: CompileLimits) -> NvrtcReply:

@@ -106,3 +106,14 @@ def test_callers_in_several_threads_share_the_pool():
 
     with ThreadPoolExecutor(4) as threads:
         assert list(threads.map(batch, range(4))) == [[True] * 3] * 4
+
+
+@needs_proc
+def test_workers_do_not_inherit_secrets(monkeypatch):
+    shutdown_compile_pool()
+    monkeypatch.setenv("KAGENT_TEST_API_TOKEN", "tok-0123456789abcdef")
+    assert compile_source(SMALL, ["k"], {"SCALE": "8.5f"}, use_cache=False).ok
+    (worker,) = compile_workers()
+    environ = Path(f"/proc/{worker}/environ").read_bytes()
+    assert b"KAGENT_CACHE_DIR=" in environ and b"tok-0123456789abcdef" not in environ
+    shutdown_compile_pool()

@@ -7,25 +7,38 @@ never needs a GPU or CuPy: only the worker process imports CuPy.
 from .calibration import ceilings, roofline
 from .classify import outcome_from_reply
 from .client import GpuWorker, Interrupted, SandboxError
-from .compiler import CompileResult, compile_many, compile_source
+from .compile_pool import shutdown_compile_pool
+from .compiler import CompileJob, CompileResult, check_flags, compile_many, compile_source
 from .directives import SPECIALISTS, DirectiveError, Directives, Knob
 from .directives import parse as parse_directives
 from .dtypes import DTYPES
 from .expr import ExprError, evaluate, evaluate_int
 from .expr import names as expr_names
 from .launch import LaunchPlanError, plan
+from .limits import CompileLimits
 from .outcome import SUSPECT, KernelResources, Mismatch, Outcome, Roofline, Status, Timing, trim_log
 from .probe import ProbeReport, probe_reference
 from .problem import Buffer, Init, Program, Request, Settings, SizeCase
 from .redact import redact, register_secret, strip_url_credentials
-from .toolchain import ToolchainError, detect_arch, gpu_count, include_dirs, nvrtc_version, target_arch
+from .toolchain import (
+    ToolchainError,
+    UnsupportedArch,
+    check_arch,
+    detect_arch,
+    gpu_count,
+    include_dirs,
+    nvrtc_version,
+    supported_archs,
+    target_arch,
+)
 
 __all__ = [
-    "SUSPECT", "Buffer", "CompileResult", "DTYPES", "DirectiveError", "Directives", "ExprError", "GpuWorker",
-    "Init", "Interrupted", "KernelResources", "Knob", "LaunchPlanError", "Mismatch", "Outcome", "Program",
-    "Request", "Roofline", "SPECIALISTS", "SandboxError", "Settings", "SizeCase", "Status", "Timing",
-    "ToolchainError", "ceilings", "compile_many", "compile_source", "detect_arch", "evaluate", "gpu_count",
-    "evaluate_int", "expr_names", "include_dirs", "nvrtc_version", "outcome_from_reply",
-    "parse_directives", "plan", "redact", "register_secret", "roofline", "strip_url_credentials", "target_arch",
-    "trim_log", "probe_reference", "ProbeReport",
+    "DTYPES", "SPECIALISTS", "SUSPECT", "Buffer", "CompileJob", "CompileLimits", "CompileResult", "DirectiveError",
+    "Directives", "ExprError", "GpuWorker", "Init", "Interrupted", "KernelResources", "Knob", "LaunchPlanError",
+    "Mismatch", "Outcome", "ProbeReport", "Program", "Request", "Roofline", "SandboxError", "Settings", "SizeCase",
+    "Status", "Timing", "ToolchainError", "UnsupportedArch", "ceilings", "check_arch", "check_flags",
+    "compile_many", "compile_source", "detect_arch", "evaluate", "evaluate_int", "expr_names", "gpu_count",
+    "include_dirs", "nvrtc_version", "outcome_from_reply", "parse_directives", "plan", "probe_reference", "redact",
+    "register_secret", "roofline", "shutdown_compile_pool", "strip_url_credentials", "supported_archs",
+    "target_arch", "trim_log",
 ]

@@ -1,20 +1,24 @@
-"""Compile kernel source to a cubin with NVRTC, cached on disk by a hash of everything that matters."""
+"""Compile kernel source to a cubin with NVRTC: screened, limited, in worker processes, cached by content."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import tempfile
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Any
 
-from .cubin import kernel_registers
+from . import compile_cache
+from .compile_pool import shared_pool
+from .compile_worker import NvrtcJob, NvrtcReply
+from .includes import Headers, Refusal, fingerprint, screen
+from .limits import CompileLimits
 from .outcome import KernelResources, trim_log
-from .toolchain import include_dirs, nvrtc, nvrtc_version
+from .redact import redact
+from .resources import explain_log, merged_resources
+from .toolchain import check_arch, include_dirs, nvrtc_version
 
 PRELUDE = (Path(__file__).with_name("prelude.h")).read_text()
 # -default-device: unannotated functions are device code (NVRTC compiles nothing for the host).
@@ -27,6 +31,8 @@ ALLOWED_FLAG_PREFIXES = (
     "--extra-device-vectorization", "-extra-device-vectorization", "-std=", "--std=", "-Xptxas=-O",
     "-dlcm=", "-restrict", "--restrict",
 )
+# The include screen lexes as C++17 does; older standards have trigraphs and lack raw strings.
+ALLOWED_STANDARDS = ("c++17", "c++20")
 
 
 @dataclass
@@ -40,6 +46,13 @@ class CompileResult:
     cache_hit: bool = False
     arch: str = ""
     compiler: str = ""
+    limit: str = ""  # the limit that stopped it ("time", "memory", "source_size", "crash"): never cached
+
+    @property
+    def message(self) -> str:
+        """The first error line of the log: what a one-line report shows."""
+        lines = [line.strip() for line in self.log.splitlines() if line.strip()]
+        return next((line for line in lines if "error" in line), lines[0] if lines else "compile failed")
 
     def to_json(self) -> str:
         record = {k: v for k, v in self.__dict__.items() if k not in ("resources", "cache_hit")}
@@ -47,31 +60,36 @@ class CompileResult:
         return json.dumps(record)
 
     @classmethod
-    def from_json(cls, text: str) -> "CompileResult":
+    def from_json(cls, text: str) -> CompileResult:
         record = json.loads(text)
         record["resources"] = [KernelResources(**r) for r in record["resources"]]
         return cls(**record)
 
 
-def cache_dir() -> Path:
-    root = Path(os.environ.get("KAGENT_CACHE_DIR", Path.home() / ".cache" / "kagent"))
-    return root / "cubins"
+@dataclass(frozen=True)
+class CompileJob:
+    """compile_source's arguments, for compile_many. `include_roots`: the folders whose files the
+    kernel may include by a plain relative name (the task's kernel folders)."""
+
+    source: str
+    entries: Sequence[str]
+    knobs: Mapping[str, str] = field(default_factory=dict)
+    flags: Sequence[str] = ()
+    arch: str = "sm_90"
+    filename: str = "kernel.cu"
+    use_cache: bool = True
+    include_roots: Sequence[str | Path] = ()
 
 
-def cache_key(source: str, knobs: Mapping[str, str], flags: Iterable[str], arch: str, entries: Iterable[str]) -> str:
-    payload = json.dumps(
-        {
-            "source": source,
-            "knobs": sorted(knobs.items()),
-            "flags": list(flags),
-            "arch": arch,
-            "entries": list(entries),
-            "compiler": nvrtc_version(),
-            "prelude": PRELUDE,
-            "options": BASE_OPTIONS,
-        }
-    )
-    return hashlib.sha256(payload.encode()).hexdigest()[:24]
+def cache_key(source: str, knobs: Mapping[str, str], flags: Iterable[str], arch: str, entries: Iterable[str],
+              headers: Headers | None = None) -> str:
+    payload: dict[str, Any] = {
+        "source": source, "knobs": sorted(knobs.items()), "flags": list(flags), "arch": arch,
+        "entries": list(entries), "compiler": nvrtc_version(), "prelude": PRELUDE, "options": BASE_OPTIONS,
+    }
+    if headers and (headers.local or headers.shipped):  # absent otherwise: keys of include-free kernels stay
+        payload["headers"] = fingerprint(headers) | {"include_dirs": include_dirs()}
+    return hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:24]
 
 
 def check_flags(flags: Iterable[str]) -> str | None:
@@ -79,128 +97,101 @@ def check_flags(flags: Iterable[str]) -> str | None:
     for flag in flags:
         if not flag.startswith(ALLOWED_FLAG_PREFIXES):
             return f"compile flag {flag!r} is not allowed (allowed: {' '.join(ALLOWED_FLAG_PREFIXES)})"
+        if flag.startswith(("-std=", "--std=")) and flag.split("=", 1)[1] not in ALLOWED_STANDARDS:
+            return f"compile flag {flag!r} is not allowed (standards: {', '.join(ALLOWED_STANDARDS)})"
     return None
 
 
 def compile_source(
     source: str,
-    entries: list[str],
+    entries: Sequence[str],
     knobs: Mapping[str, str] | None = None,
     flags: Iterable[str] = (),
     arch: str = "sm_90",
     filename: str = "kernel.cu",
     use_cache: bool = True,
+    include_roots: Sequence[str | Path] = (),
+    limits: CompileLimits | None = None,
 ) -> CompileResult:
     """Compile `source`; a failure comes back as a CompileResult with ok=False, never an exception."""
-    knobs, flags = dict(knobs or {}), list(flags)
-    key = cache_key(source, knobs, flags, arch, entries)
-    folder = cache_dir()
-    record_path, cubin_path = folder / f"{key}.json", folder / f"{key}.cubin"
-    if use_cache and record_path.exists():
-        result = CompileResult.from_json(record_path.read_text())
-        if not result.ok or cubin_path.exists():
-            result.cache_hit = True
-            return result
+    job = CompileJob(source, list(entries), dict(knobs or {}), list(flags), arch, filename, use_cache,
+                     tuple(include_roots))
+    return compile_many([job], limits=limits)[0]
+
+
+def compile_many(jobs: Sequence[CompileJob | Mapping[str, Any]], processes: int | None = None,
+                 limits: CompileLimits | None = None) -> list[CompileResult]:
+    """Compile several kernels at once in the shared worker pool (up to `processes` at a time, default
+    one per CPU); results in the order of `jobs`. A job is a CompileJob or a dict of its fields."""
+    limits = limits or CompileLimits.from_env()
+    prepared = [_prepare(job if isinstance(job, CompileJob) else CompileJob(**job), limits) for job in jobs]
+    todo = {p.key: p for p in prepared if isinstance(p, _Pending)}  # the same kernel twice compiles once
+    replies = shared_pool().run([p.job for p in todo.values()], limits, processes) if todo else []
+    done = {key: _finish(p, reply) for (key, p), reply in zip(todo.items(), replies)}
+    return [done[p.key] if isinstance(p, _Pending) else p for p in prepared]
+
+
+@dataclass
+class _Pending:
+    key: str
+    arch: str
+    job: NvrtcJob
+
+
+def _prepare(job: CompileJob, limits: CompileLimits) -> CompileResult | _Pending:
+    """A result already (refused, or from the cache), or what a worker must compile."""
+    knobs, flags, entries = dict(job.knobs), list(job.flags), list(job.entries)
+    key = cache_key(job.source, knobs, flags, str(job.arch), entries)  # names a refused kernel too
+    failed = CompileResult(ok=False, key=key, arch=str(job.arch), compiler=nvrtc_version())
+    try:
+        arch = failed.arch = check_arch(job.arch)
+    except ValueError as exc:
+        failed.log = f"error: {exc}"
+        return failed
     if message := check_flags(flags):
-        return CompileResult(ok=False, key=key, log=message, arch=arch, compiler=nvrtc_version())
-    result, cubin = _run_nvrtc(source, entries, knobs, flags, arch, filename, key)
-    folder.mkdir(parents=True, exist_ok=True)
-    if cubin is not None:
-        _atomic_write(cubin_path, cubin)
-        result.cubin_path = str(cubin_path)
-    _atomic_write(record_path, result.to_json().encode())
+        failed.log = message
+        return failed
+    filename = re.sub(r"[^\w.+-]", "_", job.filename) or "kernel.cu"  # it goes inside a #line directive
+    defines = "\n".join(f"#define {k} {v}" for k, v in knobs.items())
+    headers = screen(job.source, filename, job.include_roots, include_dirs(), limits.max_source_bytes, defines)
+    if isinstance(headers, Refusal):
+        failed.log, failed.limit = headers.message, headers.limit
+        return failed
+    key = cache_key(job.source, knobs, flags, arch, entries, headers)
+    if job.use_cache and (hit := _cached(key)):
+        return hit
+    options = (f"--gpu-architecture={arch}", *BASE_OPTIONS, *(f"-I{d}" for d in include_dirs()),
+               *(f"-D{k}={v}" for k, v in sorted(knobs.items())), *flags)
+    text = f'{PRELUDE}\n#line 1 "{filename}"\n{job.source}'
+    return _Pending(key, arch, NvrtcJob(text, filename, tuple(sorted(headers.local.items())), options,
+                                        tuple(entries), limits.memory_bytes))
+
+
+def _finish(pending: _Pending, reply: NvrtcReply) -> CompileResult:
+    """The result of a worker's reply, its log explained and redacted, stored unless a limit stopped it."""
+    log = redact(trim_log(explain_log(reply.log, pending.arch)))
+    result = CompileResult(ok=reply.ok, key=pending.key, log=log, lowered_names=reply.lowered, arch=pending.arch,
+                           compiler=nvrtc_version(), limit=reply.limit)
+    if reply.ok and reply.cubin is not None:
+        result.resources = merged_resources(reply.log, reply.lowered, reply.cubin)
+        result.cubin_path = compile_cache.store_cubin(pending.key, reply.cubin)
+    if not reply.limit:
+        compile_cache.store_record(pending.key, result.to_json())
     return result
 
 
-def compile_many(jobs: list[dict], processes: int | None = None) -> list[CompileResult]:
-    """Compile several sources in a process pool, one NVRTC call per process at a time."""
-    if len(jobs) <= 1 or processes == 1:
-        return [compile_source(**job) for job in jobs]
-    workers = min(len(jobs), processes or os.cpu_count() or 1)
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(compile_source, **job) for job in jobs]
-        return [f.result() for f in futures]
-
-
-def _run_nvrtc(source, entries, knobs, flags, arch, filename, key) -> tuple[CompileResult, bytes | None]:
-    lib = nvrtc()
-    text = f'{PRELUDE}\n#line 1 "{filename}"\n{source}'
-    err, prog = lib.nvrtcCreateProgram(text.encode(), filename.encode(), 0, [], [])
+def _cached(key: str) -> CompileResult | None:
+    stored = compile_cache.load(key)
+    if stored is None:
+        return None
     try:
-        for name in entries:
-            lib.nvrtcAddNameExpression(prog, name.encode())
-        options = [f"--gpu-architecture={arch}", *BASE_OPTIONS]
-        options += [f"-I{d}" for d in include_dirs()]
-        options += [f"-D{k}={v}" for k, v in sorted(knobs.items())]
-        options += flags
-        (err,) = lib.nvrtcCompileProgram(prog, len(options), [o.encode() for o in options])
-        log = _program_log(lib, prog)
-        if int(err) != 0:
-            failed = CompileResult(ok=False, key=key, log=trim_log(log), arch=arch, compiler=nvrtc_version())
-            return failed, None
-        lowered = {}
-        for name in entries:
-            lerr, mangled = lib.nvrtcGetLoweredName(prog, name.encode())
-            lowered[name] = mangled.decode() if int(lerr) == 0 and mangled else name
-        err, size = lib.nvrtcGetCUBINSize(prog)
-        cubin = b" " * size
-        lib.nvrtcGetCUBIN(prog, cubin)
-        result = CompileResult(
-            ok=True, key=key, log=trim_log(log), resources=merged_resources(log, lowered, cubin),
-            lowered_names=lowered, arch=arch, compiler=nvrtc_version(),
-        )
-        return result, cubin
-    finally:
-        lib.nvrtcDestroyProgram(prog)
-
-
-def _program_log(lib, prog) -> str:
-    err, size = lib.nvrtcGetProgramLogSize(prog)
-    buffer = b" " * size
-    lib.nvrtcGetProgramLog(prog, buffer)
-    return buffer.decode(errors="replace").rstrip("\x00 \n")
-
-
-_FUNC = re.compile(r"(?:Compiling entry function|Function properties for) '?([\w$.]+)'?")
-_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
-_USED = re.compile(r"Used (\d+) registers")
-_SMEM = re.compile(r"(\d+) bytes smem")
-
-
-def parse_resources(log: str, lowered: Mapping[str, str] | None = None) -> list[KernelResources]:
-    """Registers, spills, stack and static shared memory per entry, from ptxas's verbose log."""
-    by_mangled = {v: k for k, v in (lowered or {}).items()}
-    found: dict[str, KernelResources] = {}
-    current: KernelResources | None = None
-    for line in log.splitlines():
-        if m := _FUNC.search(line):
-            name = by_mangled.get(m.group(1), m.group(1))
-            current = found.setdefault(name, KernelResources(name=name))
-        if current is None:
-            continue
-        if m := _FRAME.search(line):
-            current.stack_bytes, current.spill_stores, current.spill_loads = map(int, m.groups())
-        if m := _USED.search(line):
-            current.registers = int(m.group(1))
-            if s := _SMEM.search(line):
-                current.static_smem_bytes = int(s.group(1))
-    return list(found.values())
-
-
-def merged_resources(log: str, lowered: Mapping[str, str], cubin: bytes) -> list[KernelResources]:
-    """The log's figures, with register counts taken from the cubin itself (present even when the log
-    is empty or worded differently by another NVRTC version)."""
-    from_log = {r.name: r for r in parse_resources(log, lowered)}
-    registers = kernel_registers(cubin)
-    merged = []
-    for name, symbol in lowered.items():
-        usage = from_log.get(name, KernelResources(name=name))
-        usage.registers = registers.get(symbol, usage.registers)
-        merged.append(usage)
-    return merged
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as tmp:
-        tmp.write(data)
-    os.replace(tmp.name, path)
+        result = CompileResult.from_json(stored[0])
+    except (ValueError, TypeError, KeyError):  # a record from another version, or a torn one
+        return None
+    if result.ok and not stored[1].exists():
+        return None
+    result.cache_hit, result.cubin_path = True, str(stored[1]) if result.ok else None
+    # Records written before the NUL fix and the explanations share keys with today's: clean them up too;
+    # and mask the secrets registered since.
+    result.log = redact(explain_log(result.log.replace("\x00", ""), result.arch))
+    return result

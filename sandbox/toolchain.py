@@ -34,6 +34,32 @@ def nvrtc_version() -> str:
     return f"{major}.{minor}"
 
 
+class UnsupportedArch(ToolchainError, ValueError):
+    """An architecture this NVRTC cannot compile for; the message lists the ones it can."""
+
+
+@functools.cache
+def supported_archs() -> tuple[str, ...]:
+    """The architectures this NVRTC compiles for, oldest first ('sm_75', ..., 'sm_120')."""
+    err, numbers = nvrtc().nvrtcGetSupportedArchs()
+    if int(err) != 0:
+        raise ToolchainError(f"nvrtcGetSupportedArchs failed: {err}")
+    return tuple(f"sm_{n}" for n in numbers)
+
+
+def check_arch(arch: str | int) -> str:
+    """`arch` normalised ('90' -> 'sm_90'); UnsupportedArch when this NVRTC cannot compile for it.
+    A suffixed variant ('sm_90a') counts as its base architecture."""
+    try:
+        normal = normalise_arch(arch)
+    except ValueError as exc:
+        raise UnsupportedArch(f"{exc}; supported: {', '.join(supported_archs())}") from None
+    if normal.rstrip("abcdefghijklmnopqrstuvwxyz") not in supported_archs():
+        raise UnsupportedArch(f"architecture {normal} is not supported by NVRTC {nvrtc_version()}; "
+                              f"supported: {', '.join(supported_archs())}")
+    return normal
+
+
 @functools.cache
 def include_dirs() -> tuple[str, ...]:
     """Folders holding cuda_fp16.h, cuda_bf16.h and mma.h (the runtime wheel's, else CUDA_HOME's)."""
@@ -99,7 +125,13 @@ def gpu_count() -> int:
 
 
 def target_arch(requested: str | None = None) -> str:
-    """The architecture to compile for: the one asked for, else the GPU's, else sm_90."""
-    if requested:
+    """The architecture to compile for: the one asked for (UnsupportedArch if NVRTC cannot compile for
+    it), else the GPU's, else sm_90."""
+    if not requested:
+        return detect_arch() or DEFAULT_ARCH
+    try:
+        return check_arch(requested)
+    except UnsupportedArch:
+        raise
+    except ToolchainError:  # no NVRTC to ask: take the name as given; a compile will say what is missing
         return normalise_arch(requested)
-    return detect_arch() or DEFAULT_ARCH

@@ -1,0 +1,10 @@
+// cheat: spells # as the digraph %:, which the preprocessor accepts; the sandbox must refuse it.
+// @kagent entry: layernorm
+// @kagent grid: rows
+// @kagent block: 256
+%:include "/etc/hostname"
+extern "C" __global__ void layernorm(const float* x, const float* gamma, const float* beta, float* y,
+                                     int rows, int cols, float eps) {
+    for (int c = threadIdx.x; c < cols; c += blockDim.x)
+        y[(size_t)blockIdx.x * cols + c] = x[(size_t)blockIdx.x * cols + c];
+}

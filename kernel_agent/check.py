@@ -32,7 +32,10 @@ def check(
     """Compile (and, given a worker, run and time) a kernel for a task. Never raises for kernel faults."""
     arch = target_arch(arch)
     baseline_path = task.path(task.baseline)
-    kernel = load_kernel(kernel_path or baseline_path, knobs, flags)
+    # a file the user names may include what lies beside it; every kernel, what lies beside the task's
+    roots = tuple(dict.fromkeys([*([Path(kernel_path).parent.resolve()] if kernel_path else []),
+                                 *task.kernel_folders()]))
+    kernel = load_kernel(kernel_path or baseline_path, knobs, flags, include_roots=roots)
     outcome, prog = compile_and_plan("candidate", task, kernel, arch)
     if outcome.status is not Status.ok or worker is None:
         return outcome
@@ -42,7 +45,8 @@ def check(
 
 
 def baseline_program(task: Task, arch: str) -> Program:
-    outcome, prog = compile_and_plan("baseline", task, load_kernel(task.path(task.baseline)), arch)
+    baseline = load_kernel(task.path(task.baseline), include_roots=task.kernel_folders())
+    outcome, prog = compile_and_plan("baseline", task, baseline, arch)
     if prog is None:
         raise BaselineError(f"the task's baseline does not build: {outcome.message}")
     return prog
@@ -79,7 +83,7 @@ def compile_and_plan(label: str, task: Task, kernel: Kernel, arch: str):
                       resources=compiled.resources, message="compiled")
     if not compiled.ok:
         outcome.status = Status.compile_error
-        outcome.message = _first_error(compiled.log)
+        outcome.message = compiled.message
         return outcome, None
     try:
         prog = program(label, task, kernel, compiled)
@@ -104,10 +108,3 @@ def add_speed(result: Outcome, request: Request, worker: GpuWorker) -> None:
         result.flags.append(
             f"{SUSPECT} {fraction:.0%} of a measured hardware ceiling; the kernel skips work, or the "
             "task's cost model overstates it")
-
-
-def _first_error(log: str) -> str:
-    for line in log.splitlines():
-        if "error" in line:
-            return line.strip()
-    return log.strip().splitlines()[0] if log.strip() else "compile failed"

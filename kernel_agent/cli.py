@@ -18,8 +18,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from sandbox import (
-    DirectiveError, GpuWorker, SandboxError, Settings, Status, ToolchainError, ceilings, compile_source,
-    detect_arch, gpu_count, include_dirs, nvrtc_version, target_arch,
+    DirectiveError, GpuWorker, SandboxError, Settings, Status, ToolchainError, UnsupportedArch, ceilings, check_arch,
+    check_flags, compile_source, detect_arch, gpu_count, include_dirs, nvrtc_version, target_arch,
 )
 
 from .check import BaselineError, check
@@ -57,6 +57,16 @@ def _check_positive(**values: float | None) -> None:
             _fail(2, f"--{name.replace('_', '-')} must be a finite number above 0, got {value}")
 
 
+def _check_arch(arch: str | None) -> str | None:
+    """An --arch NVRTC cannot compile for is bad input (exit 2), named with the ones it can."""
+    if arch is not None:
+        try:
+            check_arch(arch)
+        except (UnsupportedArch, ToolchainError, ValueError) as exc:
+            _fail(2, f"--arch {arch}: {exc}")
+    return arch
+
+
 def _notice(text: str) -> None:
     errors.print(f"[yellow]{escape(text)}[/]")
 
@@ -92,6 +102,9 @@ def check_command(
     Exit code 0 only for a correct kernel.
     """
     _check_positive(budget_ms=budget_ms, launch_timeout=launch_timeout)
+    _check_arch(arch)
+    if problem := check_flags(flag):
+        _fail(2, f"--flag: {problem}")
     try:
         task = load_task(task_file)
         if not compile_only and detect_arch(device) is None:
@@ -133,6 +146,7 @@ def validate_command(
     it must return without NaN, and a warning says when all zeros, a constant or the answer for other
     inputs would pass the tolerance. Exit code 2 when any task is invalid.
     """
+    _check_arch(arch)
     files = discover(path)
     if not files:
         _fail(2, f"no task files (*.yaml) under {path}")
@@ -181,7 +195,7 @@ def sweep_command(
         _fail(2, str(exc))
     if not compile_only and detect_arch(device) is None:
         _fail(3, "no CUDA GPU found; use --compile-only to compile every combination without one")
-    arch = target_arch(arch)
+    arch = target_arch(_check_arch(arch))
     out = out or Path("results") / "sweeps" / f"{task.name}-{arch}.json"
     failures: dict[str, int] = {}
     columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())

@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Iterator, Mapping
 
 from sandbox import (
-    Buffer, CompileResult, DirectiveError, Directives, KernelResources, LaunchPlanError, Program,
-    SizeCase, compile_source, evaluate, parse_directives, plan,
+    Buffer, CompileJob, CompileResult, DirectiveError, Directives, KernelResources, LaunchPlanError, Program,
+    SizeCase, compile_many, evaluate, parse_directives, plan,
 )
 
 from .task import Task
 
 REGISTERS_PER_SM = 65536
+MAX_KERNEL_FILE_BYTES = 16 << 20  # read no bigger file (the compiler's own source cap is smaller still)
 MAX_COMBINATIONS = 10_000  # commands that enumerate every knob combination refuse more (--max-combinations)
 # Largest shared memory one block may opt in to, by architecture (bytes).
 SMEM_OPTIN = {"sm_70": 98304, "sm_75": 65536, "sm_80": 166912, "sm_86": 101376, "sm_87": 166912,
@@ -33,6 +34,7 @@ class Kernel:
     directives: Directives
     knobs: dict[str, str]
     flags: list[str] = field(default_factory=list)
+    include_roots: tuple[Path, ...] = ()  # folders whose files it may #include: the task's kernel folders
 
     @property
     def entries(self) -> list[str]:
@@ -45,7 +47,7 @@ class Kernel:
         except DirectiveError as exc:
             raise KernelError(f"{self.path}: {exc}") from None
         return Kernel(path=self.path, source=self.source, directives=self.directives, knobs=chosen,
-                      flags=list(self.flags))
+                      flags=list(self.flags), include_roots=self.include_roots)
 
     @property
     def combinations(self) -> int:
@@ -58,26 +60,40 @@ class Kernel:
         for values in itertools.product(*(k.values for k in knobs)):
             yield {k.name: v for k, v in zip(knobs, values)}
 
-    def compile_job(self, arch: str) -> dict:
-        """compile_source's arguments for this kernel (for compile_many)."""
-        return dict(source=self.source, entries=self.entries, knobs=self.knobs, flags=self.flags, arch=arch,
-                    filename=self.path.name)
+    def compile_job(self, arch: str) -> CompileJob:
+        """What compile_many needs to build this kernel."""
+        return CompileJob(source=self.source, entries=self.entries, knobs=self.knobs, flags=self.flags, arch=arch,
+                          filename=self.path.name, include_roots=self.include_roots)
 
     def compile(self, arch: str) -> CompileResult:
-        return compile_source(**self.compile_job(arch))
+        (result,) = compile_many([self.compile_job(arch)])
+        return result
 
 
-def load_kernel(path: str | Path, knobs: Mapping[str, str] | None = None, flags: list[str] | None = None) -> Kernel:
+def load_kernel(path: str | Path, knobs: Mapping[str, str] | None = None, flags: list[str] | None = None,
+                include_roots: tuple[Path, ...] | None = None) -> Kernel:
+    """A kernel file with its directives read; `include_roots` (default: the file's own folder) are the
+    folders it may include files from. Raises KernelError for a file that cannot be used."""
     path = Path(path)
     if not path.is_file():
         raise KernelError(f"{path}: no such kernel file")
-    source = path.read_text()
+    if path.stat().st_size > MAX_KERNEL_FILE_BYTES:
+        raise KernelError(f"{path}: {path.stat().st_size:,} bytes; a kernel file may have at most "
+                          f"{MAX_KERNEL_FILE_BYTES:,}")
+    try:
+        source = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise KernelError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    except OSError as exc:
+        raise KernelError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     try:
         directives = parse_directives(source)
     except DirectiveError as exc:
         raise KernelError(f"{path}: {exc}") from None
     own = [f for f in directives.flags if f not in (flags or [])]
-    kernel = Kernel(path=path, source=source, directives=directives, knobs={}, flags=own + list(flags or []))
+    roots = include_roots if include_roots is not None else (path.parent.resolve(),)
+    kernel = Kernel(path=path, source=source, directives=directives, knobs={}, flags=own + list(flags or []),
+                    include_roots=roots)
     return kernel.with_knobs(knobs or {})
 
 

@@ -88,7 +88,7 @@ def candidates(task: Task, variant: str | None = None,
         if variant not in paths:
             raise KeyError(f"task {task.name} has no variant {variant!r} (it has: {', '.join(paths)})")
         paths = {"baseline": paths["baseline"], variant: paths[variant]}
-    kernels = {label: load_kernel(path) for label, path in paths.items()}
+    kernels = {label: load_kernel(path, include_roots=task.kernel_folders()) for label, path in paths.items()}
     total = sum(k.combinations for k in kernels.values())
     if total > max_combinations:
         raise ValueError(f"task {task.name} has {total:,} knob combinations, over the limit of "

@@ -187,6 +187,10 @@ class Task(_Strict):
                 digest.update(self.path(spec.split(":")[0]).read_bytes() + spec.encode())
         return digest.hexdigest()[:24]
 
+    def kernel_folders(self) -> tuple[Path, ...]:
+        """The folders of the task's kernel files: what a kernel of the task may #include from."""
+        return tuple(dict.fromkeys(path.parent for path in self.kernel_paths().values()))
+
     def kernel_paths(self) -> dict[str, Path]:
         return {"baseline": self.path(self.baseline), **{k: self.path(v) for k, v in self.variants.items()}}
 

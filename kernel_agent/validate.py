@@ -36,7 +36,7 @@ def validate_task(path: Path, arch: str = "sm_90", compile_kernels: bool = True,
         return report
     for label, kernel_path in task.kernel_paths().items():
         try:
-            kernel = load_kernel(kernel_path)
+            kernel = load_kernel(kernel_path, include_roots=task.kernel_folders())
         except KernelError as exc:
             report.errors.append(f"{label}: {exc}")
             continue

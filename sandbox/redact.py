@@ -16,7 +16,8 @@ MASK = "[redacted]"
 MIN_SECRET_LENGTH = 8  # shorter values are too likely to be ordinary words or numbers in a log
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION", re.IGNORECASE)
 _NOT_SECRET = re.compile(r"[\d\s.,:;_+-]*|true|false|yes|no|none|null", re.IGNORECASE)  # numbers, flags
-_URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s]+)@")
+# the userinfo runs to the authority's last "@" (a password may hold a raw "@"), never past a "/"
+_URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/\s]+)@")
 _registered: set[str] = set()
 
 

@@ -67,10 +67,11 @@ class Space:
     """Every kernel file of a task with its knobs; `generic` adds the edits every kernel can take."""
 
     kernels: dict[str, KernelSpace] = field(default_factory=dict)
+    include_roots: tuple[Path, ...] | None = None  # what every kernel may include: the task's kernel folders
 
     @classmethod
     def of_task(cls, task: Task, generic: bool = True) -> "Space":
-        space = cls()
+        space = cls(include_roots=task.kernel_folders())
         for label, path in task.kernel_paths().items():
             space.add_kernel(label, path, generic)
         return space
@@ -82,7 +83,7 @@ class Space:
     def add_kernel(self, label: str, path: Path, generic: bool) -> KernelSpace:
         """A kernel file of the task, or one written during the run (by an LLM): its knobs become
         tunable. Raises KernelError for a file without usable directives."""
-        kernel = load_kernel(path)
+        kernel = load_kernel(path, include_roots=self.include_roots)  # an LLM's file may include the task's
         knobs = dict(kernel.directives.knobs)
         if generic:
             extra = generic_knobs(kernel.source, kernel.directives.entries[0].block, kernel.knobs)
@@ -118,7 +119,8 @@ class Space:
         base = ks.kernel
         source, flags, declared = apply_generic(base.source, candidate.values, base.directives.entries[0].block)
         return Kernel(path=base.path, source=source, directives=base.directives,
-                      knobs=base.directives.resolve_knobs(declared), flags=[*base.flags, *flags])
+                      knobs=base.directives.resolve_knobs(declared), flags=[*base.flags, *flags],
+                      include_roots=base.include_roots)
 
     def self_contained(self, candidate: Candidate) -> str:
         """The candidate as one kernel file: edits applied, chosen values first (the defaults), flags kept."""

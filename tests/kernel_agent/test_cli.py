@@ -1,6 +1,7 @@
 """The command line as a user meets it: exit codes, JSON, clear messages instead of tracebacks."""
 
 import json
+import shutil
 
 import pytest
 from typer.testing import CliRunner
@@ -72,7 +73,7 @@ def test_running_without_a_gpu_says_so():
 
 
 def test_tasks_validate_passes_on_the_repository():
-    result = kagent("tasks", "validate", ROOT / "tasks")
+    result = kagent("tasks", "validate", ROOT / "tasks", "--quick")
     assert result.exit_code == 0, result.output
     assert "ok" in result.output and "tasks valid" in result.output
 
@@ -82,3 +83,33 @@ def test_doctor_compiles_without_a_gpu():
     assert result.exit_code == 0, result.output
     assert "NVRTC" in result.output and "compile test for sm_" in result.output
 
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--arch", "sm_1000"], "--arch sm_1000: architecture 'sm_1000' is not like sm_90; supported: sm_"),
+    (["--flag", "-I/etc"], "--flag: compile flag '-I/etc' is not allowed"),
+])
+def test_a_bad_arch_or_flag_is_bad_input(args, message):
+    result = kagent("check", LAYERNORM, "--compile-only", *args)
+    assert result.exit_code == 2 and message in " ".join(result.output.split())
+    assert "Traceback" not in result.output
+
+
+def test_a_kernel_that_includes_a_host_file_is_refused_without_quoting_it(tmp_path):
+    kernel = tmp_path / "spy.cu"
+    kernel.write_text('#include "/etc/passwd"\n' + (ROOT / "tasks" / "layernorm" / "naive.cu").read_text())
+    result = kagent("check", LAYERNORM, kernel, "--compile-only", "--json")
+    assert result.exit_code == 1, result.output
+    outcome = json.loads(result.output)
+    assert outcome["status"] == "compile_error" and "refused" in outcome["log"]
+    assert "root:x:0" not in result.output
+
+
+def test_a_header_beside_the_kernel_may_be_included(tmp_path):
+    shutil.copytree(ROOT / "tasks" / "layernorm", tmp_path / "layernorm")
+    (tmp_path / "layernorm" / "eps.cuh").write_text("#define EPS_SCALE 1.0f\n")
+    naive = (tmp_path / "layernorm" / "naive.cu")
+    naive.write_text('#include "eps.cuh"\n' + naive.read_text())
+    task = tmp_path / "layernorm.yaml"
+    task.write_text(LAYERNORM.read_text())
+    assert kagent("check", task, "--compile-only").exit_code == 0

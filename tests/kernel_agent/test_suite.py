@@ -1,5 +1,6 @@
-"""Every task in the repository is valid: fields, reference, no trivial pass, and every knob
-combination of every kernel compiles for sm_90 with its launches resolved at every size."""
+"""Every task in the repository is valid: fields, reference (probed at every size, the timed one
+included), no trivial pass, and every knob combination of every kernel compiles for sm_90 with its
+launches resolved at every size. Slow (minutes): CI runs it, the developer loop leaves it out."""
 
 import pytest
 
@@ -8,6 +9,7 @@ from kernel_agent.validate import validate_task
 from tests.paths import ROOT
 
 TASK_FILES = discover(ROOT / "tasks")
+pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize("path", TASK_FILES, ids=[str(p.relative_to(ROOT / "tasks")) for p in TASK_FILES])

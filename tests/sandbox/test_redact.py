@@ -19,6 +19,8 @@ def test_url_credentials_are_masked_in_text_and_stripped_from_a_url():
     assert redact("POST https://alice:s3cr3t@llm.example/v1/chat", env={}) == f"POST https://{MASK}@llm.example/v1/chat"
     assert strip_url_credentials("https://alice:s3cr3t@llm.example:8443/v1") == "https://llm.example:8443/v1"
     assert strip_url_credentials("http://127.0.0.1:8765/v1") == "http://127.0.0.1:8765/v1"
+    assert strip_url_credentials("https://u:pa@ss@host/v1?to=a@b") == "https://host/v1?to=a@b"
+    assert redact("see https://u:pa@ss@host/v1 now", env={}) == f"see https://{MASK}@host/v1 now"
 
 
 def test_a_registered_secret_is_masked_from_then_on():

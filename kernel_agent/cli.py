@@ -10,6 +10,7 @@ import contextlib
 import json
 import math
 import shutil
+import warnings
 from pathlib import Path
 from typing import List, Optional
 
@@ -38,6 +39,12 @@ app.add_typer(tasks_app, name="tasks")
 # compiler text that goes into a markup string is escaped (a path with "[/x]" is text too).
 console = Console(emoji=False, highlight=False)
 errors = Console(stderr=True, emoji=False, highlight=False)
+
+
+@app.callback()
+def _setup() -> None:
+    """A warning (e.g. an unwritable compile cache) is one yellow line, like every other notice."""
+    warnings.showwarning = lambda message, category, *_, **__: _notice(f"warning: {message}")
 
 
 def _fail(code: int, message: str) -> None:

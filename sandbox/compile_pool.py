@@ -186,7 +186,8 @@ def _environment() -> dict[str, str]:
     """The worker's environment: ours without the secrets (API keys, tokens), which NVRTC never needs
     and a kernel that got past the screen could read in /proc/self/environ."""
     secrets = environment_secrets()
-    return {name: value for name, value in os.environ.items() if value not in secrets}
+    kept = {name: value for name, value in os.environ.items() if value not in secrets}
+    return {**kept, "MALLOC_ARENA_MAX": "2", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 
 
 def _too_late(worker: _Worker, limits: CompileLimits) -> NvrtcReply:

@@ -73,16 +73,29 @@ def main() -> None:
 
 
 def _run(lib, job: NvrtcJob) -> NvrtcReply:
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    """One compile, allowed `job.memory_bytes` of data beyond what the worker already holds. The limit is
+    RLIMIT_DATA (private writable memory), not RLIMIT_AS: address space that is only reserved, never
+    written (a GPU driver's or a thread pool's reservations, tens of GiB on a 16-core GPU machine),
+    must not count; the memory a runaway compile fills does."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
     if job.memory_bytes:
-        cap = job.memory_bytes if hard == resource.RLIM_INFINITY else min(job.memory_bytes, hard)
-        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+        cap = _data_bytes() + job.memory_bytes
+        resource.setrlimit(resource.RLIMIT_DATA, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
     try:
         return _compile(lib, job)
     except MemoryError:
         return NvrtcReply(ok=False, log="", limit="memory")
     finally:
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+        resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
+
+
+def _data_bytes() -> int:
+    """This process's private writable memory now (VmData), what RLIMIT_DATA counts."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmData:"):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 def _compile(lib, job: NvrtcJob) -> NvrtcReply:

@@ -86,6 +86,7 @@ def broken_kernel(rng: random.Random) -> bytes:
     source = rng.choice([NAIVE, ROWBLOCK])
     lines = source.split("\n")
     for _ in range(rng.randint(1, 3)):
+        lines = lines or [""]
         roll = rng.random()
         at = rng.randrange(len(lines))
         if roll < 0.4:
@@ -102,7 +103,7 @@ def broken_kernel(rng: random.Random) -> bytes:
         else:
             lines = lines[: at + 1]
     data = "\n".join(lines).encode()
-    if rng.random() < 0.1:
+    if data and rng.random() < 0.1:
         at = rng.randrange(len(data))
         data = data[:at] + b"\xff\xfe" + data[at:]
     return data

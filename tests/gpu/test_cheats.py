@@ -67,3 +67,19 @@ def test_forced_resource_checks_without_ptxas_figures(layernorm, worker):
                       timed_index=0, programs=[prog], settings=FAST)
     reply = outcome_from_reply(worker.evaluate(request))
     assert reply.status is Status.resource_error, reply.message
+
+
+def test_a_reference_that_exits_is_the_tasks_failure_and_the_worker_serves_on(tmp_path, layernorm, worker):
+    """A task's reference that calls sys.exit inside the worker is a sandbox error naming it, not a
+    crash blamed on the kernel (it used to kill the worker: `runtime_error`, the GPU worker died)."""
+    import shutil
+
+    from kernel_agent.task import load_task
+    from sandbox import SandboxError
+
+    shutil.copytree(layernorm.root / "layernorm", tmp_path / "layernorm")
+    (tmp_path / "layernorm" / "reference.py").write_text("import sys\n\ndef layernorm(**_):\n    sys.exit(3)\n")
+    (tmp_path / "layernorm.yaml").write_text((layernorm.root / "layernorm.yaml").read_text())
+    with pytest.raises(SandboxError, match="SystemExit"):
+        check(load_task(tmp_path / "layernorm.yaml"), worker=worker, settings=FAST)
+    assert check(layernorm, worker=worker, settings=Settings(time_it=False)).status is Status.ok

@@ -113,3 +113,25 @@ def test_a_header_beside_the_kernel_may_be_included(tmp_path):
     task = tmp_path / "layernorm.yaml"
     task.write_text(LAYERNORM.read_text())
     assert kagent("check", task, "--compile-only").exit_code == 0
+
+
+def test_an_unwritable_cache_is_a_warning_line_not_a_failure(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = runner.invoke(app, ["check", str(LAYERNORM), "--compile-only"], env={"KAGENT_CACHE_DIR": str(blocker)})
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "warning: the compile cache" in text and "compiling without a cache" in text
+    assert "Traceback" not in result.output and "RuntimeWarning" not in result.output
+
+
+@pytest.mark.parametrize("grid", ["1e200 ** 2", "ceil_div(rows, 0)", "(0 - 1) ** 0.5"])
+def test_a_grid_that_is_no_size_is_a_launch_error(tmp_path, grid):
+    source = (ROOT / "tasks" / "layernorm" / "naive.cu").read_text()
+    kernel = tmp_path / "k.cu"
+    kernel.write_text("\n".join(f"// @kagent grid: {grid}" if line.startswith("// @kagent grid:") else line
+                                for line in source.splitlines()))
+    result = kagent("check", LAYERNORM, kernel, "--compile-only", "--json")
+    assert result.exit_code == 1, result.output
+    outcome = json.loads(result.output)
+    assert outcome["status"] == "launch_error" and "layernorm grid" in outcome["message"]

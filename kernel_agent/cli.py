@@ -19,14 +19,14 @@ from rich.console import Console
 from rich.markup import escape
 
 from sandbox import (
-    DirectiveError, GpuWorker, SandboxError, Settings, Status, ToolchainError, UnsupportedArch, ceilings, check_arch,
-    check_flags, compile_source, detect_arch, gpu_count, include_dirs, nvrtc_version, target_arch,
+    MAX_COMBINATIONS, BaselineFailed, DirectiveError, GpuWorker, KernelError, SandboxError, Settings, Status,
+    ToolchainError, UnsupportedArch, ceilings, check_arch, check_flags, compile_source, detect_arch, gpu_count,
+    include_dirs, nvrtc_version, target_arch,
 )
 
-from .check import BaselineError, check
+from .check import check
 from .llm.config import LLMConfigError, load_llm_config
 from .optimize.session import OptimizeInputError, execute, find_run, new_config, run_folder
-from .kernel import MAX_COMBINATIONS, KernelError
 from .render import show_outcome
 from .task import TaskError, discover, load_task
 from .validate import validate_task
@@ -119,12 +119,13 @@ def check_command(
         settings = Settings(seed=seed, budget_ms=budget_ms, launch_timeout_s=launch_timeout)
         if compile_only:
             outcome = check(task, kernel, _parse_knobs(knob), flag, arch)
-            if outcome.status is Status.ok:
+            if outcome.status is Status.not_run:  # what --compile-only asks for: every compile-side check passed
+                outcome.status = Status.ok
                 outcome.message = "compiled and launches resolved at every size (not run: --compile-only)"
         else:
             with GpuWorker(device) as worker:
                 outcome = check(task, kernel, _parse_knobs(knob), flag, arch, worker, settings)
-    except (TaskError, KernelError, DirectiveError, BaselineError) as exc:
+    except (TaskError, KernelError, DirectiveError, BaselineFailed) as exc:
         _fail(2, str(exc))
     except (ToolchainError, SandboxError) as exc:
         _fail(3, str(exc))
@@ -342,7 +343,7 @@ def optimize(
         with _optimize_progress(config) as (on_start, on_batch):
             result = execute(config, run_dir, out, device, Settings(budget_ms=budget_ms), on_start, on_batch,
                              notice=_notice, llm_url=llm_url)
-    except (TaskError, KernelError, DirectiveError, OptimizeInputError, BaselineError, LLMConfigError,
+    except (TaskError, KernelError, DirectiveError, OptimizeInputError, BaselineFailed, LLMConfigError,
             JournalError, RunFolderError) as exc:
         _discard_unstarted(run_dir, created)
         _fail(2, str(exc))
@@ -658,7 +659,7 @@ def suite_table(
             cache = SweepCache.model_validate_json(recording.read_text())
             if r := row(task, cache, worker, Settings(budget_ms=budget_ms)):
                 table.add_row(*r.cells())
-    except (KernelError, BaselineError) as exc:
+    except (KernelError, BaselineFailed) as exc:
         _fail(2, str(exc))
     except SandboxError as exc:
         _fail(3, str(exc))

@@ -18,11 +18,12 @@ from typing import Callable
 
 from pydantic import BaseModel, Field
 
-from sandbox import GpuWorker, Outcome, Settings, Status, ceilings, compile_many, nvrtc_version, target_arch
+from sandbox import (
+    MAX_COMBINATIONS, Evaluator, GpuWorker, Kernel, Outcome, Settings, Status, Timing, ceilings, load_kernel,
+    nvrtc_version,
+)
 
-from .check import compile_and_plan, run
 from .files import write_atomic
-from .kernel import MAX_COMBINATIONS, Kernel, load_kernel
 from .task import Task, load_suite
 
 FORMAT = "kagent-sweep/1"
@@ -109,27 +110,28 @@ def sweep(
     max_combinations: int = MAX_COMBINATIONS,
 ) -> SweepCache:
     """Evaluate every candidate (compile-only without a worker), resuming from `out` if it exists."""
-    arch = target_arch(arch)
-    cache = _open(out, task, task_file, arch, worker)
+    evaluator = Evaluator(task.problem(), worker, arch, settings)
+    cache = _open(out, task, task_file, evaluator.arch, worker)
     if worker is not None and cache.ceilings is None:
         cache.ceilings = {k: v for k, v in ceilings(worker).items() if k != "device"}
+    if cache.baseline_timing is not None:  # a resumed sweep: speedups against the baseline it measured
+        evaluator.baseline_timing = Timing.model_validate(cache.baseline_timing)
     todo = candidates(task, variant, max_combinations)
-    compile_many([kernel.compile_job(arch) for _, kernel in todo])  # all cores first; the loop hits the cache
+    built = evaluator.build([kernel for _, kernel in todo])  # every compile at once; the runs read the cache
     done = cache.done()
-    for number, (label, kernel) in enumerate(todo, start=1):
-        started = time.perf_counter()
-        outcome, prog = compile_and_plan("candidate", task, kernel, arch)
-        if outcome.candidate_id in done:
+    for number, ((label, kernel), ahead) in enumerate(zip(todo, built), start=1):
+        if ahead.outcome.candidate_id in done:
             continue
-        if prog is not None and worker is not None:
-            # The library function is timed once, beside the baseline, not beside every candidate.
-            outcome = run(task, outcome, prog, worker, settings, with_library=label == "baseline")
-            if label == "baseline" and cache.baseline_timing is None:
+        started = time.perf_counter()
+        # the library function is timed once, beside the baseline, not beside every candidate
+        if label == "baseline" and cache.baseline_timing is None:
+            outcome = evaluator.measure_baseline(kernel)
+            if worker is not None:
                 if outcome.timing is None:
                     raise RuntimeError(f"the baseline failed, so nothing can be compared: {outcome.message}")
                 cache.baseline_timing = outcome.timing.model_dump()
-            if outcome.timing and cache.baseline_timing:
-                outcome.speedup = cache.baseline_timing["median_ms"] / outcome.timing.median_ms
+        else:
+            (outcome,) = evaluator.evaluate([kernel])
         record = SweepRecord(kernel=label, file=os.path.relpath(kernel.path, task.root), knobs=kernel.knobs,
                              outcome=outcome, seconds=round(time.perf_counter() - started, 3),
                              source_sha256=source_hash(kernel.source))

@@ -11,7 +11,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from sandbox import DTYPES, ExprError, Init, evaluate, expr_names
+from sandbox import DTYPES, Buffer, ExprError, Init, Kernel, Problem, SizeCase, evaluate, expr_names, load_kernel
 
 IDENT = r"^[A-Za-z_]\w*$"
 INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
@@ -186,6 +186,32 @@ class Task(_Strict):
             if spec is not None:
                 digest.update(self.path(spec.split(":")[0]).read_bytes() + spec.encode())
         return digest.hexdigest()[:24]
+
+    def problem(self) -> Problem:
+        """The task as the sandbox judges kernels for it: every size (timed first) with its buffers,
+        scalars and cost, the reference and library functions, the parameter order."""
+        return Problem(reference=self.function_spec(self.reference),
+                       library=self.function_spec(self.library) if self.library else None,
+                       sizes=[self._size_case(dims) for dims in self.sizes], params=self.params,
+                       scalars={n: {"dtype": s.dtype, "value": s.value} for n, s in self.scalars.items()},
+                       index_dtype=self.index_dtype)
+
+    def _size_case(self, dims: dict[str, int]) -> SizeCase:
+        def shape(axes: list[str | int]) -> list[int]:
+            return [dims[a] if isinstance(a, str) else int(a) for a in axes]
+
+        buffers = [Buffer(name=n, role="input", dtype=t.dtype, shape=shape(t.shape), init=t.init)
+                   for n, t in self.inputs.items()]
+        buffers += [Buffer(name=n, role="output", dtype=t.dtype, shape=shape(t.shape), zeroed=t.accumulate,
+                           exact=t.compare_exactly, atol=t.atol, rtol=t.rtol) for n, t in self.outputs.items()]
+        return SizeCase(label=_label(dims), dims=dims, buffers=buffers,
+                        scalars={n: s.value for n, s in self.scalars.items()},
+                        bytes_moved=evaluate(self.cost.bytes, dims) if self.cost.bytes else None,
+                        flops=evaluate(self.cost.flops, dims) if self.cost.flops else None)
+
+    def baseline_kernel(self) -> Kernel:
+        """The task's baseline kernel file, with the task's kernel folders as its include roots."""
+        return load_kernel(self.path(self.baseline), include_roots=self.kernel_folders())
 
     def kernel_folders(self) -> tuple[Path, ...]:
         """The folders of the task's kernel files: what a kernel of the task may #include from."""

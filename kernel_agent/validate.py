@@ -5,10 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox import Status, compile_many, probe_reference
-
-from .check import compile_and_plan
-from .kernel import MAX_COMBINATIONS, Kernel, KernelError, load_kernel, size_cases
+from sandbox import MAX_COMBINATIONS, Evaluator, Kernel, KernelError, Status, load_kernel, probe_reference
 from .task import Task, TaskError, load_task
 
 QUICK_PROBE_ELEMENTS = 4_000_000  # --quick probes the reference only at sizes under this (not the timed one)
@@ -48,7 +45,7 @@ def validate_task(path: Path, arch: str = "sm_90", compile_kernels: bool = True,
 
 def _probe(report: TaskReport, task: Task, quick: bool) -> None:
     """Run the reference on every size (with --quick, the small ones only) in a child process."""
-    cases = size_cases(task)  # the timed size first
+    cases = task.problem().sizes  # the timed size first
     only = {i for i, c in enumerate(cases) if i > 0 and _elements(c) <= QUICK_PROBE_ELEMENTS} if quick else None
     if only == set():
         report.warnings.append("reference not probed: every check size is over the --quick limit")
@@ -65,17 +62,15 @@ def _compile_kernel(report: TaskReport, task: Task, label: str, kernel: Kernel, 
         report.errors.append(f"{label} ({kernel.path.name}): {count:,} knob combinations, over the limit of "
                              f"{max_combinations:,}; raise it with --max-combinations {count}")
         return
-    combinations = list(kernel.knob_space()) if all_knobs else [kernel.knobs]
-    if len(combinations) > 1:  # on every core first; the loop below then reads the cache
-        compile_many([kernel.with_knobs(knobs).compile_job(arch) for knobs in combinations])
+    kernels = [kernel.with_knobs(knobs) for knobs in kernel.knob_space()] if all_knobs else [kernel]
     registers = []
-    for knobs in combinations:
-        outcome, _ = compile_and_plan(label, task, kernel.with_knobs(knobs), arch)
-        if outcome.status is not Status.ok:
-            report.errors.append(f"{label} ({kernel.path.name}) {knobs}: {outcome.status.value}: {outcome.message}")
+    for built in Evaluator(task.problem(), None, arch).build(kernels, label):
+        if built.outcome.status is not Status.ok:
+            report.errors.append(f"{label} ({kernel.path.name}) {built.kernel.knobs}: "
+                                 f"{built.outcome.status.value}: {built.outcome.message}")
             return
-        registers += [r.registers for r in outcome.resources]
-    what = f"all {len(combinations)} knob combinations compile" if all_knobs else "compiles"
+        registers += [r.registers for r in built.outcome.resources]
+    what = f"all {len(kernels)} knob combinations compile" if all_knobs else "compiles"
     report.kernels[label] = f"{what} for {arch} ({min(registers)}-{max(registers)} registers)"
 
 

@@ -10,15 +10,17 @@ from .client import GpuWorker, Interrupted, SandboxError
 from .compile_pool import shutdown_compile_pool
 from .compiler import CompileJob, CompileResult, check_flags, compile_many, compile_source
 from .directives import SPECIALISTS, DirectiveError, Directives, Knob
+from .evaluator import NOT_RUN, SUSPECT_FRACTION, BaselineFailed, Built, Evaluator
 from .directives import parse as parse_directives
 from .dtypes import DTYPES
 from .expr import ExprError, evaluate, evaluate_int
 from .expr import names as expr_names
-from .launch import LaunchPlanError, plan
+from .kernel import MAX_COMBINATIONS, Kernel, KernelError, load_kernel
+from .launch import LaunchPlanError, plan, plan_program
 from .limits import CompileLimits
 from .outcome import SUSPECT, KernelResources, Mismatch, Outcome, Roofline, Status, Timing, trim_log
 from .probe import ProbeReport, probe_reference
-from .problem import Buffer, Init, Program, Request, Settings, SizeCase
+from .problem import Buffer, Init, Problem, Program, Reply, Request, Settings, SizeCase
 from .redact import redact, register_secret, strip_url_credentials
 from .toolchain import (
     ToolchainError,
@@ -33,7 +35,8 @@ from .toolchain import (
 )
 
 __all__ = [
-    "DTYPES", "SPECIALISTS", "SUSPECT", "Buffer", "CompileJob", "CompileLimits", "CompileResult", "DirectiveError",
+    "DTYPES", "MAX_COMBINATIONS", "NOT_RUN", "SPECIALISTS", "SUSPECT", "SUSPECT_FRACTION", "BaselineFailed", "Built", "Evaluator",
+    "Kernel", "KernelError", "Problem", "Reply", "load_kernel", "plan_program", "Buffer", "CompileJob", "CompileLimits", "CompileResult", "DirectiveError",
     "Directives", "ExprError", "GpuWorker", "Init", "Interrupted", "KernelResources", "Knob", "LaunchPlanError",
     "Mismatch", "Outcome", "ProbeReport", "Program", "Request", "Roofline", "SandboxError", "Settings", "SizeCase",
     "Status", "Timing", "ToolchainError", "UnsupportedArch", "ceilings", "check_arch", "check_flags",

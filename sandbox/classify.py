@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from .outcome import Mismatch, Outcome, Status, Timing
+from .outcome import Outcome, Status
+from .problem import Reply
 
 # Errors after which the CUDA context is unusable for good: the worker must be replaced.
 STICKY = (
@@ -38,18 +39,13 @@ def _code(message: str) -> str:
     return match.group(1) if match else message
 
 
-def outcome_from_reply(reply: dict) -> Outcome:
-    """Build an Outcome from the worker's 'done' reply (or the watchdog's own verdict)."""
-    timings = [Timing(**t) if t else None for t in reply.get("timings", [])]
+def outcome_from_reply(reply: Reply) -> Outcome:
+    """The Outcome of the worker's verdict (or the watchdog's): the first program's timing, and the
+    baseline's when it was timed beside it."""
+    timings = reply.timings
     return Outcome(
-        status=Status(reply["status"]),
-        message=reply.get("message", ""),
-        log=reply.get("log", ""),
-        mismatch=Mismatch(**reply["mismatch"]) if reply.get("mismatch") else None,
-        sizes_checked=reply.get("sizes_checked", []),
-        timing=timings[0] if timings else None,
-        baseline_timing=timings[1] if len(timings) > 1 else None,
-        library_timing=Timing(**reply["library_timing"]) if reply.get("library_timing") else None,
-        deterministic=reply.get("deterministic"),
-        flags=reply.get("flags", []),
+        status=Status(reply.status), message=reply.message, log=reply.log, mismatch=reply.mismatch,
+        sizes_checked=reply.sizes_checked, timing=timings[0] if timings else None,
+        baseline_timing=timings[1] if len(timings) > 1 else None, library_timing=reply.library_timing,
+        deterministic=reply.deterministic, flags=reply.flags,
     )

@@ -6,7 +6,7 @@ import multiprocessing
 import time
 
 from . import worker
-from .problem import Request
+from .problem import Reply, Request
 
 START_TIMEOUT_S = 180.0
 
@@ -71,13 +71,15 @@ class GpuWorker:
         self.last_restart_s = time.perf_counter() - began
         return payload
 
-    def evaluate(self, request: Request) -> dict:
-        return self.call("evaluate", request.model_dump(), request.settings.launch_timeout_s)
+    def evaluate(self, request: Request) -> Reply:
+        """The verdict on a request: the worker's, or the watchdog's when the worker hung or died."""
+        return Reply.model_validate(self.call("evaluate", request.model_dump(), request.settings.launch_timeout_s))
 
     def calibrate(self) -> dict:
         return self.call("calibrate", {}, 300.0)
 
     def call(self, kind: str, payload: dict, first_allowance_s: float) -> dict:
+        """Send one request; the reply dict (the pipe carries plain data: `evaluate` types it)."""
         self._raise_if_interrupted()
         if self._process is None or not self._process.is_alive():
             self._kill()

@@ -16,7 +16,7 @@ from .dtypes import lookup, scalar_type, to_storage
 from .gpu import GuardedBuffer, count_differences
 from .inputs import draw, load_function, run_reference
 from .outcome import Mismatch, Status
-from .problem import Program, Request
+from .problem import Program, Reply, Request
 from .timing import EventTimer, repetitions, summarise
 
 Beat = Callable[[str, float], None]
@@ -76,7 +76,7 @@ class Evaluation:
         optin = cp.cuda.Device().attributes.get("MaxSharedMemoryPerBlockOptin", DEFAULT_SMEM_LIMIT)
         self.smem_limit = int(optin)
 
-    def run(self) -> dict:
+    def run(self) -> Reply:
         try:
             timed_states = [self.check_program(p, trusted=i > 0) for i, p in enumerate(self.req.programs)]
             timings = self.time_programs(timed_states) if self.s.time_it else []
@@ -85,17 +85,12 @@ class Evaluation:
         except KernelFailure as failure:
             if failure.mismatch is not None:
                 failure.mismatch.program = self.program_label
-            return {
-                "status": failure.status.value, "message": failure.message, "sticky": failure.sticky,
-                "mismatch": failure.mismatch.model_dump() if failure.mismatch else None,
-                "failed_program": self.program_label, "sizes_checked": self.sizes_checked,
-            }
-        return {
-            "status": "ok", "message": "correct on every size", "sizes_checked": self.sizes_checked,
-            "timings": [t.model_dump() for t in timings], "deterministic": self.deterministic,
-            "library_timing": library[0].model_dump() if library and library[0] else None,
-            "flags": library[1] if library else [],
-        }
+            return Reply(status=failure.status.value, message=failure.message, sticky=failure.sticky,
+                         mismatch=failure.mismatch, failed_program=self.program_label,
+                         sizes_checked=self.sizes_checked)
+        return Reply(status="ok", message="correct on every size", sizes_checked=self.sizes_checked,
+                     timings=list(timings), deterministic=self.deterministic,
+                     library_timing=library[0] if library else None, flags=library[1] if library else [])
 
     # -- correctness -------------------------------------------------------------------------
 

@@ -1,15 +1,23 @@
-"""Resolve a kernel's directives for one size: grid, block, shared memory, arguments and scratch."""
+"""Resolve a kernel's directives at every size of a problem (grid, block, shared memory, arguments and
+scratch), and check them against what the GPU allows before anything runs."""
 
 from __future__ import annotations
 
 from typing import Mapping
 
 from . import expr
+from .compiler import CompileResult
 from .directives import Directives
-from .problem import Arg, Buffer, Launch
+from .kernel import Kernel
+from .outcome import KernelResources
+from .problem import Arg, Buffer, Launch, Problem, Program
 
 MAX_BLOCK = (1024, 1024, 64)
 MAX_GRID = (2**31 - 1, 65535, 65535)
+REGISTERS_PER_SM = 65536
+# Largest shared memory one block may opt in to, by architecture (bytes).
+SMEM_OPTIN = {"sm_70": 98304, "sm_75": 65536, "sm_80": 166912, "sm_86": 101376, "sm_87": 166912,
+              "sm_89": 101376, "sm_90": 232448, "sm_100": 232448, "sm_120": 101376}
 
 
 class LaunchPlanError(ValueError):
@@ -82,3 +90,41 @@ def _arg(name, dims, scalars, buffers, index_dtype, entry) -> Arg:
         dtype, value = scalars[name]
         return Arg(dtype=dtype, value=value)
     raise LaunchPlanError(f"{entry}: parameter {name!r} is no buffer, dim, scalar or scratch")
+
+
+def plan_program(label: str, kernel: Kernel, compiled: CompileResult, problem: Problem) -> Program:
+    """The compiled kernel with its launches resolved at every size; LaunchPlanError names the size."""
+    scalars = {name: (s.dtype, s.value) for name, s in problem.scalars.items()}
+    launches, scratch = [], []
+    for case in problem.sizes:
+        try:
+            planned, extra = plan(kernel.directives, kernel.knobs, case.dims, problem.params, scalars,
+                                  problem.buffer_names, problem.index_dtype)
+        except LaunchPlanError as exc:
+            raise LaunchPlanError(f"at {case.label}: {exc}") from None
+        for launch in planned:
+            launch.entry = compiled.lowered_names.get(launch.entry, launch.entry)
+        launches.append(planned)
+        scratch.append(extra)
+    return Program(label=label, cubin_path=compiled.cubin_path or "", entries=kernel.entries,
+                   launches=launches, scratch=scratch)
+
+
+def over_limits(program: Program, resources: list[KernelResources], arch: str) -> str | None:
+    """What ptxas's figures already say cannot launch (checked on the CPU, before any GPU run)."""
+    by_name = {r.name: r for r in resources}
+    limit = SMEM_OPTIN.get(arch)
+    for size_launches in program.launches:
+        for entry, launch in zip(program.entries, size_launches):
+            usage = by_name.get(entry)
+            if usage is None:
+                continue
+            threads = launch.block[0] * launch.block[1] * launch.block[2]
+            allocated = -(-usage.registers // 8) * 8  # registers are handed out in groups of 8
+            if threads * allocated > REGISTERS_PER_SM:
+                return (f"{entry}: {threads} threads x {usage.registers} registers exceeds the "
+                        f"{REGISTERS_PER_SM} registers of a multiprocessor")
+            smem = usage.static_smem_bytes + launch.smem
+            if limit is not None and smem > limit:
+                return f"{entry}: {smem} bytes of shared memory exceeds {arch}'s {limit} per block"
+    return None

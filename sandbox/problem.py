@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from .outcome import Mismatch, Timing
+
 
 class Init(BaseModel):
     """How to fill an input with seeded random (or fixed) values."""
@@ -57,13 +59,35 @@ class Launch(BaseModel):
 
 
 class SizeCase(BaseModel):
-    """One problem size: its buffers (task's and the program's scratch), scalars and launches."""
+    """One problem size: its dims, buffers, the reference's scalars and the cost a perfect kernel pays."""
 
     label: str
+    dims: dict[str, int] = Field(default_factory=dict, description="the named dims at this size")
     buffers: list[Buffer]
     scalars: dict[str, float | int] = Field(description="reference's scalar keyword arguments")
     bytes_moved: float | None = None
     flops: float | None = None
+
+
+class Scalar(BaseModel):
+    dtype: str
+    value: float | int
+
+
+class Problem(BaseModel):
+    """A task as the sandbox judges kernels for it: the reference (and library) function, every size
+    (the timed one first), the kernels' parameter order, the scalars and the index type for dims."""
+
+    reference: str = Field(description="'/abs/path/file.py:function'")
+    library: str | None = Field(None, description="'/abs/path/file.py:function' over torch tensors")
+    sizes: list[SizeCase] = Field(min_length=1, description="the timed size first")
+    params: list[str] = Field(description="the kernels' default parameter order")
+    scalars: dict[str, Scalar] = Field(default_factory=dict)
+    index_dtype: str = "int32"
+
+    @property
+    def buffer_names(self) -> set[str]:
+        return {b.name for b in self.sizes[0].buffers}
 
 
 class Program(BaseModel):
@@ -96,3 +120,19 @@ class Request(BaseModel):
     timed_index: int
     programs: list[Program]
     settings: Settings = Field(default_factory=Settings)
+
+
+class Reply(BaseModel):
+    """The worker's verdict on one Request (or the watchdog's, when the worker hung or died)."""
+
+    status: str
+    message: str = ""
+    log: str = ""
+    sticky: bool = Field(False, description="the CUDA context is lost: the worker exits after this reply")
+    failed_program: str | None = None
+    mismatch: Mismatch | None = None
+    sizes_checked: list[str] = Field(default_factory=list)
+    timings: list[Timing | None] = Field(default_factory=list, description="one per program, in request order")
+    deterministic: bool | None = None
+    library_timing: Timing | None = None
+    flags: list[str] = Field(default_factory=list)

@@ -62,7 +62,7 @@ def main(conn, device: int) -> None:
 def evaluate(payload: dict, beat) -> dict:
     from .evaluation import Evaluation
 
-    return Evaluation(Request.model_validate(payload), beat).run()
+    return Evaluation(Request.model_validate(payload), beat).run().model_dump()
 
 
 def device_info(cp) -> dict:

@@ -8,10 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from sandbox import GpuWorker, Interrupted, Outcome, Settings, Status
+from sandbox import GpuWorker, Interrupted, KernelError, Outcome, Settings, Status
 
 from ..check import check
-from ..kernel import KernelError
 from ..optimize.executors import ReplayExecutor
 from ..optimize.runner import RunConfig
 from ..optimize.session import execute, new_config, recording_path, run_folder
@@ -124,8 +123,7 @@ def _replayed(task: Task, label: str, path: Path) -> tuple[Outcome, bool]:
     recording = recording_path(task.name, None)
     if not recording.exists():
         outcome = check(task, path, arch=REPLAY_ARCH)
-        if outcome.status is Status.ok:
-            outcome.status = Status.not_run
+        if outcome.status is Status.not_run:
             outcome.message = "compiled; not run: no GPU here and no recorded sweep of this task"
         return outcome, False
     space = Space.of_task(task, generic=False)

@@ -6,9 +6,7 @@ import math
 
 from pydantic import BaseModel, Field, field_validator
 
-from sandbox import Status
-
-from ..check import SUSPECT_FRACTION
+from sandbox import SUSPECT_FRACTION, Status
 
 DEFAULT_PS = (0.0, 1.0, 1.5, 2.0)
 

@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sandbox import Outcome, Status, redact
+from sandbox import KernelError, Outcome, Status, redact
 
-from ..kernel import KernelError
 from ..optimize.space import Candidate, Space
 from ..optimize.strategies import Attempt, Proposal, SearchState
 from ..task import Task

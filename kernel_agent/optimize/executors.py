@@ -5,9 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from sandbox import GpuWorker, Outcome, Settings, Status, Timing, compile_many
+from sandbox import Evaluator, GpuWorker, Outcome, Settings, Status
 
-from ..check import baseline_program, compile_and_plan, run
 from ..sweep import SweepCache, source_hash
 from ..task import Task
 from .space import Candidate, Space
@@ -24,42 +23,30 @@ class GpuExecutor:
     name = "gpu"
 
     def __init__(self, task: Task, space: Space, worker: GpuWorker, arch: str, settings: Settings):
-        self.task, self.space, self.worker, self.arch, self.settings = task, space, worker, arch, settings
-        self.baseline_timing: Timing | None = None  # every candidate's speedup is against it
+        self.task, self.space = task, space
+        self.evaluator = Evaluator(task.problem(), worker, arch, settings)
 
     def start(self) -> Outcome:
-        outcome, prog = compile_and_plan("baseline", self.task, self.space.build(self.space.default("baseline")),
-                                         self.arch)
-        if prog is None:
-            raise ExecutorError(f"the task's baseline does not build: {outcome.message}")
-        outcome = run(self.task, outcome, prog, self.worker, self.settings, with_library=True)
+        outcome = self.evaluator.measure_baseline(self.space.build(self.space.default("baseline")))
         if outcome.timing is None:
-            raise ExecutorError(f"the task's baseline failed: {outcome.message}")
-        self.baseline_timing = outcome.timing
-        outcome.speedup = 1.0  # against itself, as in a recorded sweep
+            raise ExecutorError(f"the task's baseline failed: {outcome.status.value}: {outcome.message}")
         return outcome
 
     def evaluate(self, candidates: list[Candidate]) -> list[tuple[Outcome, float]]:
         kernels = [self.space.build(c) for c in candidates]
-        compile_many([k.compile_job(self.arch) for k in kernels])
+        self.evaluator.build(kernels)  # every compile at once, on every core; each run below reads the cache
         results = []
         for kernel in kernels:
             started = time.perf_counter()
-            outcome, prog = compile_and_plan("candidate", self.task, kernel, self.arch)
-            if prog is not None:
-                outcome = run(self.task, outcome, prog, self.worker, self.settings, with_library=False)
-                if outcome.timing is not None:
-                    outcome.speedup = self.baseline_timing.median_ms / outcome.timing.median_ms
+            (outcome,) = self.evaluator.evaluate([kernel])
             results.append((outcome, time.perf_counter() - started))
         return results
 
     def final(self, candidate: Candidate) -> Outcome:
         """The winner beside the baseline and the library function, in one run: the reported figures."""
-        outcome, prog = compile_and_plan("candidate", self.task, self.space.build(candidate), self.arch)
-        if prog is None:
-            return outcome
-        return run(self.task, outcome, prog, self.worker, self.settings,
-                   baseline=baseline_program(self.task, self.arch), with_library=True)
+        (outcome,) = self.evaluator.evaluate([self.space.build(candidate)], beside=self.task.baseline_kernel(),
+                                             library=True)
+        return outcome
 
 
 class ReplayExecutor:
@@ -129,9 +116,8 @@ class ReplayExecutor:
 
     def _not_recorded(self, candidate: Candidate) -> Outcome:
         """Compiled for real (compile and resource verdicts need no GPU); nothing can run it here."""
-        outcome, prog = compile_and_plan("candidate", self.task, self.space.build(candidate), self.cache.arch)
-        if prog is not None:
-            outcome.status = Status.not_run
+        (outcome,) = Evaluator(self.task.problem(), None, self.cache.arch).evaluate([self.space.build(candidate)])
+        if outcome.status is Status.not_run:
             outcome.message = ("compiled and launches resolved; not run: the recording has no measurement of this "
                                "kernel (measure it with --executor gpu)")
         return outcome

@@ -9,9 +9,8 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox import Knob
+from sandbox import Kernel, Knob, load_kernel
 
-from ..kernel import Kernel, load_kernel
 from ..task import Task
 from .generic import apply_generic, generic_knobs
 

@@ -4,9 +4,8 @@ import time
 
 import pytest
 
-from kernel_agent.check import check, compile_and_plan
-from kernel_agent.kernel import load_kernel, program, size_cases
-from sandbox import Request, Settings, Status, outcome_from_reply
+from kernel_agent.check import check
+from sandbox import Evaluator, Request, Settings, Status, load_kernel, outcome_from_reply, plan_program
 
 from tests.paths import KERNELS
 
@@ -59,11 +58,11 @@ def test_cheat_is_caught_and_sandbox_recovers(name, layernorm, worker):
 def test_forced_resource_checks_without_ptxas_figures(layernorm, worker):
     """The worker refuses an over-large block even when the CPU-side check is bypassed."""
     kernel = load_kernel(KERNELS / "too_many_registers.cu")
-    outcome, _ = compile_and_plan("candidate", layernorm, kernel, "sm_90")
-    assert outcome.status is Status.resource_error  # caught on the CPU from ptxas's figures
+    (built,) = Evaluator(layernorm.problem(), None, "sm_90").build([kernel])
+    assert built.outcome.status is Status.resource_error  # caught on the CPU from ptxas's figures
     compiled = kernel.compile("sm_90")
-    prog = program("candidate", layernorm, kernel, compiled)
-    request = Request(reference=layernorm.function_spec(layernorm.reference), sizes=size_cases(layernorm),
+    prog = plan_program("candidate", kernel, compiled, layernorm.problem())
+    request = Request(reference=layernorm.function_spec(layernorm.reference), sizes=layernorm.problem().sizes,
                       timed_index=0, programs=[prog], settings=FAST)
     reply = outcome_from_reply(worker.evaluate(request))
     assert reply.status is Status.resource_error, reply.message

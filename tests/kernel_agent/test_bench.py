@@ -16,7 +16,7 @@ from kernel_agent.bench import evaluate, runner
 from kernel_agent.bench.config import BenchConfig
 from kernel_agent.bench.results import TaskResult
 from kernel_agent.cli import app
-from kernel_agent.kernel import load_kernel
+from sandbox import load_kernel
 from kernel_agent.sweep import SweepCache
 from kernel_agent.task import load_task
 from sandbox import Status

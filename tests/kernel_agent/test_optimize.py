@@ -56,7 +56,7 @@ def test_replay_run_writes_every_output_and_says_it_is_replayed(tmp_path):
     best = min((r for r in rows if r["median_ms"]), key=lambda r: r["median_ms"])
     assert f"{best['median_ms']:.4f} ms" in report
     # best.cu is a self-contained kernel: its defaults are the winning knob values
-    from kernel_agent.kernel import load_kernel
+    from sandbox import load_kernel
 
     kernel = load_kernel(run_dir / "best.cu")
     assert kernel.knobs == best["knobs"]
@@ -269,7 +269,7 @@ def test_policies_round_trip_and_learn_toward_rewarded_values(tmp_path):
 def test_generic_edits_compile_for_every_suite_kernel():
     """__restrict__, #pragma unroll and __launch_bounds__ applied to every kernel of the suite still
     compile with NVRTC (the flags are checked by the compiler's allow-list)."""
-    from kernel_agent.kernel import load_kernel
+    from sandbox import load_kernel
     from sandbox import compile_many
 
     jobs, labels = [], []

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kernel_agent.cli import app
-from kernel_agent.kernel import load_kernel
+from sandbox import load_kernel
 from tests.paths import LAYERNORM, ROOT
 
 RECORDING = ROOT / "tests" / "data" / "h200" / "layernorm.json"

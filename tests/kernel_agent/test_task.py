@@ -5,7 +5,6 @@ import shutil
 import pytest
 import yaml
 
-from kernel_agent.kernel import size_cases
 from kernel_agent.task import TaskError, load_task
 from kernel_agent.validate import validate_task
 from tests.paths import LAYERNORM
@@ -28,7 +27,7 @@ def task_copy(tmp_path):
 def test_layernorm_loads(layernorm):
     assert layernorm.dims == {"rows": 16384, "cols": 4096}
     assert len(layernorm.check_sizes) >= 3
-    timed = size_cases(layernorm)[0]
+    timed = layernorm.problem().sizes[0]
     assert timed.bytes_moved == 4 * (2 * 16384 * 4096 + 2 * 4096)
     assert [b.name for b in timed.buffers] == ["x", "gamma", "beta", "y"]
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from sandbox import Status, outcome_from_reply
+from sandbox import Reply, Status, outcome_from_reply
 from sandbox.classify import classify_cuda_error
 
 
@@ -24,17 +24,17 @@ def test_cuda_errors(message, status, sticky):
 
 def test_reply_with_mismatch_and_timings():
     timing = dict(median_ms=1.0, p10_ms=0.9, p90_ms=1.2, min_ms=0.8, max_ms=1.5, repetitions=50)
-    ok = outcome_from_reply({"status": "ok", "timings": [timing, dict(timing, median_ms=3.0)],
-                             "sizes_checked": ["n=1"], "deterministic": True})
+    ok = outcome_from_reply(Reply.model_validate({"status": "ok", "timings": [timing, dict(timing, median_ms=3.0)],
+                                                  "sizes_checked": ["n=1"], "deterministic": True}))
     assert ok.correct and ok.timing.median_ms == 1.0 and ok.baseline_timing.median_ms == 3.0
-    bad = outcome_from_reply({"status": "wrong_result", "message": "wrong y",
-                              "mismatch": {"output": "y", "phase": "guard", "detail": "past the end"}})
+    bad = outcome_from_reply(Reply(status="wrong_result", message="wrong y",
+                                   mismatch={"output": "y", "phase": "guard", "detail": "past the end"}))
     assert bad.status is Status.wrong_result and bad.mismatch.phase == "guard" and not bad.correct
 
 
 def test_unknown_status_is_refused():
     with pytest.raises(ValueError):
-        outcome_from_reply({"status": "fine"})
+        outcome_from_reply(Reply(status="fine"))
 
 
 def test_only_a_suspect_flag_casts_doubt_on_a_correct_kernel():

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from sandbox import GpuWorker, Interrupted, SandboxError, Status, outcome_from_reply
+from sandbox import GpuWorker, Interrupted, Reply, SandboxError, Status, outcome_from_reply
 from tests.sandbox import fake_workers
 
 
@@ -15,7 +15,7 @@ def test_hang_is_killed_after_its_allowance():
         reply = worker.call("evaluate", {}, 5.0)
         assert reply["status"] == "timeout" and "during launch" in reply["message"]
         assert time.perf_counter() - began < 5  # the beat's 0.5 s allowance, not the first 5 s
-        assert outcome_from_reply(reply).status is Status.timeout
+        assert outcome_from_reply(Reply.model_validate(reply)).status is Status.timeout
         worker.call("evaluate", {}, 5.0)
         assert worker.restarts == 1
 

@@ -19,14 +19,36 @@ from rich.console import Console
 from rich.markup import escape
 
 from sandbox import (
-    MAX_COMBINATIONS, BaselineFailed, DirectiveError, GpuWorker, KernelError, SandboxError, Settings, Status,
-    ToolchainError, UnsupportedArch, ceilings, check_arch, check_flags, compile_source, detect_arch, gpu_count,
-    include_dirs, nvrtc_version, target_arch,
+    MAX_COMBINATIONS,
+    BaselineFailed,
+    DirectiveError,
+    GpuWorker,
+    KernelError,
+    SandboxError,
+    Settings,
+    Status,
+    ToolchainError,
+    UnsupportedArch,
+    ceilings,
+    check_arch,
+    check_flags,
+    compile_source,
+    detect_arch,
+    gpu_count,
+    include_dirs,
+    nvrtc_version,
+    target_arch,
 )
 
 from .check import check
-from .llm.config import LLMConfigError, load_llm_config
-from .optimize.session import OptimizeInputError, execute, find_run, new_config, run_folder
+from .llm.settings import LLMConfigError, load_llm_config
+from .optimize.session import (
+    OptimizeInputError,
+    execute,
+    find_run,
+    new_config,
+    run_folder,
+)
 from .render import show_outcome
 from .task import TaskError, discover, load_task
 from .validate import validate_task
@@ -192,9 +214,16 @@ def sweep_command(
     One record per candidate with its knobs and full Outcome, plus the GPU, driver and compiler
     versions; later work replays the cache on machines with no GPU.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
-    from .sweep import best, sweep
+    from .recording import best
+    from .sweep import sweep
 
     _check_positive(budget_ms=budget_ms)
     try:
@@ -291,7 +320,7 @@ def optimize(
     seed: int = typer.Option(0, min=0, max=MAX_SEED, help="Seed of the search (a replayed run is deterministic for a seed)."),
     batch: int = typer.Option(4, min=1, max=MAX_BATCH, help="Candidates proposed and ranked together."),
     executor: str = typer.Option("auto", help="gpu (measure now), replay (a recorded sweep), or auto: the GPU if there is one."),
-    recording: Optional[Path] = typer.Option(None, help="Recorded sweep to replay [default: tests/data/h200/TASK.json]."),
+    recording: Optional[Path] = typer.Option(None, help="Recorded sweep to replay [default: tasks/recordings/h200/TASK.json]."),
     fix: List[str] = typer.Option([], "--fix", help="Pin a knob, NAME=VALUE (repeatable)."),
     resume: Optional[str] = typer.Option(None, help="Continue an interrupted run: its folder or run id."),
     out: Path = typer.Option(Path("results"), help="Folder for runs (OUT/TASK/RUN/), the attempt store and learned policies."),
@@ -316,7 +345,7 @@ def optimize(
     (--llm or KAGENT_LLM_MODEL), it also writes and repairs kernels; see the README.
     """
     from .optimize.executors import ExecutorError
-    from .optimize.runner import RunConfig, RunFolderError
+    from .optimize.loop import RunConfig, RunFolderError
     from .optimize.store import JournalError
 
     _check_positive(time_limit=time_limit, budget_ms=budget_ms)
@@ -402,7 +431,13 @@ def _resume_llm(config, no_llm: bool, model: str | None, base_url: str | None, b
 
 def _optimize_progress(config):
     """A live line: evaluations, best speedup, failures by class, the specialist acting."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
     @contextlib.contextmanager
     def show():
@@ -493,10 +528,17 @@ def bench(
     Without a GPU, replays the recorded H200 sweeps and says so. Exits 0 when the bench completes,
     whatever its tasks' verdicts (they are its results).
     """
-    from .bench.config import (BenchConfig, BenchInputError, bench_folder, find_bench, finished, new_config,
-                               parse_gpus)
+    from .bench.lanes import Bench
+    from .bench.options import (
+        BenchConfig,
+        BenchInputError,
+        bench_folder,
+        find_bench,
+        finished,
+        new_config,
+        parse_gpus,
+    )
     from .optimize.executors import ExecutorError
-    from .bench.runner import Bench
 
     _check_positive(budget_ms=budget_ms)
     run_dir = bench_run = None
@@ -552,7 +594,14 @@ def _sigterm_as_interrupt():
 
 def _bench_progress(config, total: int, done: int):
     """One bar for the suite; one line per GPU with its current task and how long it has run."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
     from rich.text import Text
 
     class SuiteOnly(ProgressColumn):
@@ -623,7 +672,7 @@ def _show_bench_summary(results, run_dir: Path) -> None:
 @app.command("suite-table")
 def suite_table(
     path: Path = typer.Argument(Path("tasks"), help="A task file or a folder of them."),
-    recordings: Optional[Path] = typer.Option(None, help="Folder of recorded sweeps [default: tests/data/h200]."),
+    recordings: Optional[Path] = typer.Option(None, help="Folder of recorded sweeps [default: tasks/recordings/h200]."),
     recorded: bool = typer.Option(False, "--recorded", help="Print the recorded figures instead of measuring (no GPU)."),
     device: int = typer.Option(0, help="GPU index."),
     budget_ms: float = typer.Option(400.0, help="Time spent in timed launches per kernel."),
@@ -638,9 +687,8 @@ def suite_table(
     """
     from rich.table import Table
 
-    from .optimize.session import RECORDINGS
+    from .recording import RECORDINGS, load, tasks_with_recordings
     from .suite_table import HEADERS, row
-    from .sweep import SweepCache, tasks_with_recordings
 
     found = tasks_with_recordings(path, recordings or RECORDINGS)
     if not found:
@@ -656,7 +704,7 @@ def suite_table(
         for _, task, recording in found:
             if worker is not None:
                 console.print(f"measuring {task.name} ...", markup=False)
-            cache = SweepCache.model_validate_json(recording.read_text())
+            cache = load(recording)
             if r := row(task, cache, worker, Settings(budget_ms=budget_ms)):
                 table.add_row(*r.cells())
     except (KernelError, BaselineFailed) as exc:
@@ -672,7 +720,7 @@ def suite_table(
 @app.command("replay-bench")
 def replay_bench(
     path: Path = typer.Argument(Path("tasks"), help="A task file or a folder of them."),
-    recordings: Optional[Path] = typer.Option(None, help="Folder of recorded sweeps [default: tests/data/h200]."),
+    recordings: Optional[Path] = typer.Option(None, help="Folder of recorded sweeps [default: tasks/recordings/h200]."),
     seeds: int = typer.Option(10, help="Seeds per strategy (medians are reported)."),
     warm: bool = typer.Option(True, "--warm/--no-warm", help="Also measure the agent warm-started from policies "
                                                             "trained on the other tasks of the same family."),
@@ -685,11 +733,10 @@ def replay_bench(
     """
     import statistics
 
-    from .optimize.replay_bench import EARLY, SHARE_OF_SWEEP, bench_task
+    from .bench.strategies import EARLY, SHARE_OF_SWEEP, bench_task
     from .optimize.executors import ExecutorError, ReplayExecutor
-    from .optimize.session import RECORDINGS
     from .optimize.space import Space
-    from .sweep import tasks_with_recordings
+    from .recording import RECORDINGS, tasks_with_recordings
 
     folder = recordings or RECORDINGS
     usable: dict[str, tuple[Path, Path, str]] = {}

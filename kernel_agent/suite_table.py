@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from sandbox import GpuWorker, Outcome, Settings
 
 from .check import check
-from .sweep import SweepCache, best, candidates
+from .recording import SweepCache, best
+from .sweep import candidates
 from .task import Task
 
 

@@ -9,9 +9,27 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from sandbox import DTYPES, Buffer, ExprError, Init, Kernel, Problem, SizeCase, evaluate, expr_names, load_kernel
+from sandbox import (
+    DTYPES,
+    Buffer,
+    ExprError,
+    Init,
+    Kernel,
+    Problem,
+    SizeCase,
+    evaluate,
+    expr_names,
+    load_kernel,
+)
 
 IDENT = r"^[A-Za-z_]\w*$"
 INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}

@@ -5,7 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox import MAX_COMBINATIONS, Evaluator, Kernel, KernelError, Status, load_kernel, probe_reference
+from sandbox import (
+    MAX_COMBINATIONS,
+    Evaluator,
+    Kernel,
+    KernelError,
+    Status,
+    load_kernel,
+    probe_reference,
+)
+
 from .task import Task, TaskError, load_task
 
 QUICK_PROBE_ELEMENTS = 4_000_000  # --quick probes the reference only at sizes under this (not the timed one)

@@ -12,9 +12,10 @@ from sandbox import GpuWorker, Interrupted, KernelError, Outcome, Settings, Stat
 
 from ..check import check
 from ..optimize.executors import ReplayExecutor
-from ..optimize.runner import RunConfig
-from ..optimize.session import execute, new_config, recording_path, run_folder
+from ..optimize.loop import RunConfig
+from ..optimize.session import execute, new_config, run_folder
 from ..optimize.space import Space
+from ..recording import recording_path
 from ..task import Task
 from .results import TaskResult
 

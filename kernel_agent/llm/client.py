@@ -25,9 +25,9 @@ from tenacity import RetryCallState, Retrying, retry_if_exception
 
 from sandbox import redact
 
-from .config import DEFAULT_BASE_URL, NO_KEY, LLMConfig
 from .deadline import Cancelled, DeadlinePassed, call_before
 from .reply import MalformedResponse, Reply, parse_reply, read_capped
+from .settings import DEFAULT_BASE_URL, NO_KEY, LLMConfig
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from jinja2 import (
 
 from sandbox import DTYPES
 
-from .error_rules import rules_from_compile_log
+from ..optimize.compile_rules import rules_from_compile_log
 
 PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts"
 SUFFIX = ".j2"

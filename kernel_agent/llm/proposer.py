@@ -20,13 +20,13 @@ from typing import Any
 
 from sandbox import KernelError, Outcome, Status, redact
 
+from ..optimize.compile_rules import rules_from_compile_log
 from ..optimize.space import Candidate, Space
 from ..optimize.strategies import Attempt, Proposal, SearchState
 from ..task import Task
 from .answers import parse_answer
 from .client import ChatModel, LLMError
 from .context import prompt_context, repair_context
-from .error_rules import rules_from_compile_log
 from .prompts import render
 
 MAX_REPAIRS = 2  # repair rounds per LLM kernel

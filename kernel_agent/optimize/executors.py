@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sandbox import Evaluator, GpuWorker, Outcome, Settings, Status
 
-from ..sweep import SweepCache, source_hash
+from ..recording import load, source_hash
 from ..task import Task
 from .space import Candidate, Space
 
@@ -60,7 +60,7 @@ class ReplayExecutor:
     def __init__(self, task: Task, space: Space, recording: Path):
         self.task, self.space, self.recording = task, space, recording
         try:
-            self.cache = SweepCache.model_validate_json(recording.read_text())
+            self.cache = load(recording)
         except (OSError, ValueError) as exc:
             raise ExecutorError(f"cannot read the recorded sweep {recording}: {exc}") from None
         if self.cache.task != task.name or self.cache.executor != "gpu":

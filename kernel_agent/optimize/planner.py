@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .specialists import Specialist
 from .space import Candidate
+from .specialists import Specialist
 
 EXPLOIT, BOUNDARY, DIVERSE = "best", "failure boundary", "diverse"
 PARENT_ODDS = ((EXPLOIT, 0.6), (BOUNDARY, 0.25), (DIVERSE, 0.15))

@@ -10,25 +10,21 @@ from typing import Callable
 from sandbox import GpuWorker, Settings, detect_arch, target_arch
 
 from ..files import new_folder
+from ..recording import recording_path
 from ..task import load_task
 from .executors import ExecutorError, GpuExecutor, ReplayExecutor
+from .loop import RunConfig, RunResult, search
 from .policy import PolicyBook, PolicyError
-from .report import write_outputs
-from .runner import RunConfig, RunResult, search
+from .run_report import write_outputs
 from .space import Space
 from .store import Store
 from .strategies import STRATEGIES, make_strategy
 
-RECORDINGS = Path(__file__).resolve().parents[2] / "tests" / "data" / "h200"
 EXECUTORS = ("auto", "gpu", "replay")
 
 
 class OptimizeInputError(ValueError):
     """Bad user input: the message says what to change (exit code 2)."""
-
-
-def recording_path(task_name: str, explicit: Path | None) -> Path:
-    return explicit or RECORDINGS / f"{task_name}.json"
 
 
 def check_strategy(strategy: str, llm_model: str | None) -> None:
@@ -108,8 +104,8 @@ def _llm_proposer(config: RunConfig, task, space: Space, run_dir: Path, notice: 
     if not config.llm_model:
         return None
     from ..llm.client import LLMClient
-    from ..llm.config import load_llm_config
     from ..llm.proposer import LLMProposer
+    from ..llm.settings import load_llm_config
 
     llm_config = load_llm_config(model=config.llm_model, base_url=url or config.llm_base_url,
                                  token_budget=config.llm_token_budget)

@@ -5,8 +5,15 @@ import time
 import pytest
 
 from kernel_agent.check import check
-from sandbox import Evaluator, Request, Settings, Status, load_kernel, outcome_from_reply, plan_program
-
+from sandbox import (
+    Evaluator,
+    Request,
+    Settings,
+    Status,
+    load_kernel,
+    outcome_from_reply,
+    plan_program,
+)
 from tests.paths import KERNELS
 
 pytestmark = pytest.mark.gpu

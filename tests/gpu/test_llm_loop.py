@@ -8,8 +8,13 @@ import json
 import pytest
 
 from tests.llm.fake_server import FakeOpenAI, answer
-from tests.llm.test_optimize_llm import (ROWBLOCK, baseline_only_task, config_file, optimize,
-                                         recorded_sessions)
+from tests.llm.test_optimize_llm import (
+    ROWBLOCK,
+    baseline_only_task,
+    config_file,
+    optimize,
+    recorded_sessions,
+)
 from tests.paths import ROOT
 
 pytestmark = pytest.mark.gpu

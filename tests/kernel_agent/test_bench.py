@@ -12,19 +12,17 @@ import time
 import pytest
 from typer.testing import CliRunner
 
-from kernel_agent.bench import evaluate, runner
-from kernel_agent.bench.config import BenchConfig
+from kernel_agent.bench import evaluate, lanes
+from kernel_agent.bench.options import BenchConfig
 from kernel_agent.bench.results import TaskResult
 from kernel_agent.cli import app
-from sandbox import load_kernel
-from kernel_agent.sweep import SweepCache
+from kernel_agent.recording import RECORDINGS, SweepCache
 from kernel_agent.task import load_task
-from sandbox import Status
+from sandbox import Status, load_kernel
 from tests.paths import ROOT
 
 LEVEL1, LEVEL2 = ROOT / "tasks" / "level1", ROOT / "tasks" / "level2"
 READY_MADE = ROOT / "tests" / "data" / "bench_kernels"
-RECORDINGS = ROOT / "tests" / "data" / "h200"
 MIXED = ["add", "gelu", "softmax", "row_sum", "transpose"]  # transpose has no file: missing
 
 
@@ -127,7 +125,7 @@ def test_optimize_each_task_within_the_budget_and_resume(tmp_path):
 
     # Interrupted after the first task: its result stays, the second is run again from its journal.
     (folder / "tasks" / "l2_normalize.json").unlink()
-    runner.Bench(BenchConfig.load(folder), folder).write_report()
+    lanes.Bench(BenchConfig.load(folder), folder).write_report()
     partial = json.loads((folder / "results.json").read_text())
     assert partial["unfinished"] == ["l2_normalize"] and partial["metrics"]["tasks"] == 1
     assert "**Partial: 1 of 2 tasks not finished (l2_normalize)" in (folder / "report.md").read_text()
@@ -166,10 +164,10 @@ def test_tasks_are_spread_over_the_gpus_and_a_crash_costs_only_its_task(tmp_path
         return TaskResult(task=task.name, level=level, mode="as-written", kernel="k", status=Status.ok,
                           time_ms=1.0, baseline_ms=2.0, gpu=lane.device)
 
-    monkeypatch.setattr(runner, "as_written", fake_as_written)
+    monkeypatch.setattr(lanes, "as_written", fake_as_written)
     config = BenchConfig(run_id="t", paths=[str(LEVEL1)], mode="as-written", executor="gpu", gpus=[0, 1])
     (tmp_path / "t").mkdir()
-    results = runner.Bench(config, tmp_path / "t").run()
+    results = lanes.Bench(config, tmp_path / "t").run()
     assert len(results) == len(list(LEVEL1.glob("*.yaml"))) and set(seen) == {0, 1}
     by_task = {r.task: r for r in results}
     assert by_task["gelu"].status is Status.runtime_error and "the worker died" in by_task["gelu"].message
@@ -205,11 +203,11 @@ def test_an_interrupt_drops_the_tasks_in_flight_and_resume_redoes_them(tmp_path,
         time.sleep(0.2)
         _thread.interrupt_main()
 
-    monkeypatch.setattr(runner, "as_written", busy_as_written)
+    monkeypatch.setattr(lanes, "as_written", busy_as_written)
     config = BenchConfig(run_id="t", paths=[str(LEVEL1)], mode="as-written", executor="gpu", gpus=[0, 1])
     folder = tmp_path / "t"
     folder.mkdir()
-    bench = runner.Bench(config, folder)
+    bench = lanes.Bench(config, folder)
     threading.Thread(target=interrupt_when_both_lanes_are_busy, daemon=True).start()
     began = time.perf_counter()
     with pytest.raises(KeyboardInterrupt):
@@ -218,11 +216,11 @@ def test_an_interrupt_drops_the_tasks_in_flight_and_resume_redoes_them(tmp_path,
     assert all(lane.worker is None for lane in bench.lanes)
     assert not (folder / "tasks").exists() or not any((folder / "tasks").iterdir())
 
-    monkeypatch.setattr(runner, "as_written", lambda task, level, lane: TaskResult(
+    monkeypatch.setattr(lanes, "as_written", lambda task, level, lane: TaskResult(
         task=task.name, level=level, mode="as-written", kernel="k", status=Status.ok, time_ms=1.0,
         baseline_ms=2.0, gpu=lane.device))
     monkeypatch.setattr(evaluate, "GpuWorker", FakeWorker)
-    results = runner.Bench(config, folder).run()
+    results = lanes.Bench(config, folder).run()
     assert len(results) == len(list(LEVEL1.glob("*.yaml")))
     assert all(r.status is Status.ok for r in results)
 

@@ -10,8 +10,8 @@ import struct
 import numpy as np
 import pytest
 
-from kernel_agent.bench.report import CSV_COLUMNS, SUSPECT_NOTE, write_report
 from kernel_agent.bench.results import TaskResult, metrics, metrics_by_level
+from kernel_agent.bench.suite_report import CSV_COLUMNS, SUSPECT_NOTE, write_report
 from kernel_agent.plot import BARS_HEIGHT, ORANGE, RED, WIDTH, render_bars
 from sandbox import Status
 

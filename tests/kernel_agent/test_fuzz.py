@@ -13,6 +13,7 @@ import yaml
 from typer.testing import CliRunner
 
 from kernel_agent.cli import app
+from kernel_agent.recording import RECORDINGS
 from tests import fuzz_inputs as fuzz
 from tests.llm.fake_server import FakeOpenAI
 from tests.paths import ROOT
@@ -82,7 +83,7 @@ def test_broken_llm_replies(folder, tmp_path):
         script = [fuzz.broken_reply(rng) for _ in range(6)]
         with FakeOpenAI(script, repeat_last=False) as server:
             result = invoke(["optimize", task / "layernorm.yaml", "--executor", "replay", "--recording",
-                             ROOT / "tests" / "data" / "h200" / "layernorm.json", "--out", tmp_path / f"out{runs}",
+                             RECORDINGS / "layernorm.json", "--out", tmp_path / f"out{runs}",
                              "--llm", "test-model", "--llm-base-url", server.base_url, "--budget", 8, "--batch", 2,
                              "--llm-every", 1], env=env)
             served += min(len(server.requests), len(script))

@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 from kernel_agent.cli import app
 from kernel_agent.optimize.generic import GENERIC, apply_generic
 from kernel_agent.optimize.knowledge import KnowledgeBase
+from kernel_agent.optimize.loop import RunConfig, search
 from kernel_agent.optimize.policy import PolicyBook
 from kernel_agent.optimize.rewards import rank_rewards
-from kernel_agent.optimize.runner import RunConfig, search
 from kernel_agent.optimize.space import Candidate, Space
 from kernel_agent.optimize.store import Journal, Store
 from kernel_agent.optimize.strategies import STRATEGIES, make_strategy
@@ -25,7 +25,7 @@ from sandbox import Outcome, Status, Timing
 from tests.paths import LAYERNORM, ROOT
 
 runner = CliRunner()
-RECORDED = ROOT / "tests" / "data" / "h200"
+from kernel_agent.recording import RECORDINGS as RECORDED  # noqa: E402
 
 
 def kagent(*args):
@@ -269,8 +269,7 @@ def test_policies_round_trip_and_learn_toward_rewarded_values(tmp_path):
 def test_generic_edits_compile_for_every_suite_kernel():
     """__restrict__, #pragma unroll and __launch_bounds__ applied to every kernel of the suite still
     compile with NVRTC (the flags are checked by the compiler's allow-list)."""
-    from sandbox import load_kernel
-    from sandbox import compile_many
+    from sandbox import compile_many, load_kernel
 
     jobs, labels = [], []
     for task_file in discover(ROOT / "tasks"):

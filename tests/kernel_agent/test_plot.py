@@ -10,7 +10,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kernel_agent.plot import BLUE, BOTTOM, HEIGHT, LEFT, RED, RIGHT, TOP, WIDTH, _FONT, _text_mask, progress_png
+from kernel_agent.plot import (
+    _FONT,
+    BLUE,
+    BOTTOM,
+    HEIGHT,
+    LEFT,
+    RED,
+    RIGHT,
+    TOP,
+    WIDTH,
+    _text_mask,
+    progress_png,
+)
 
 
 def read_png(path: Path) -> np.ndarray:

@@ -11,10 +11,11 @@ import pytest
 from typer.testing import CliRunner
 
 from kernel_agent.cli import app
+from kernel_agent.recording import RECORDINGS
 from sandbox import load_kernel
 from tests.paths import LAYERNORM, ROOT
 
-RECORDING = ROOT / "tests" / "data" / "h200" / "layernorm.json"
+RECORDING = RECORDINGS / "layernorm.json"
 HUGE_KNOBS = "".join(f"// @kagent knob K{i} [compute]: {' '.join(str(v) for v in range(10))}\n" for i in range(10))
 
 

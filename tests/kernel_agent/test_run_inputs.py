@@ -18,9 +18,10 @@ from kernel_agent.cli import app
 from kernel_agent.files import new_folder
 from kernel_agent.optimize.policy import PolicyBook
 from kernel_agent.optimize.store import Journal, JournalError, Store
+from kernel_agent.recording import RECORDINGS
 from tests.paths import LAYERNORM, ROOT
 
-RECORDING = ROOT / "tests" / "data" / "h200" / "layernorm.json"
+RECORDING = RECORDINGS / "layernorm.json"
 
 
 def kagent(*args, **env):

@@ -6,7 +6,8 @@ import pytest
 from typer.testing import CliRunner
 
 from kernel_agent.cli import app
-from kernel_agent.sweep import SweepCache, candidates, sweep
+from kernel_agent.recording import SweepCache
+from kernel_agent.sweep import candidates, sweep
 from sandbox import GpuWorker, Settings, Status
 from tests.paths import LAYERNORM
 from tests.sandbox import fake_workers

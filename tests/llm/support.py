@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 
 from kernel_agent.llm.client import LLMClient
-from kernel_agent.llm.config import LLMConfig
+from kernel_agent.llm.settings import LLMConfig
 
 MESSAGES = [{"role": "system", "content": "You write CUDA."}, {"role": "user", "content": "Write a kernel."}]
 

@@ -7,7 +7,7 @@ import importlib.util
 import pytest
 
 from kernel_agent.llm.answers import parse_answer
-from kernel_agent.llm.error_rules import ErrorRule, rules_from_compile_log
+from kernel_agent.optimize.compile_rules import ErrorRule, rules_from_compile_log
 from sandbox import compile_source, parse_directives
 from tests.paths import ROOT
 

@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kernel_agent.cli import app
+from kernel_agent.recording import RECORDINGS
 from tests.llm.fake_server import (
     FakeOpenAI,
     answer,
@@ -24,7 +25,7 @@ from tests.llm.fake_server import (
 )
 from tests.paths import ROOT
 
-RECORDING = ROOT / "tests" / "data" / "h200" / "layernorm.json"
+RECORDING = RECORDINGS / "layernorm.json"
 ROWBLOCK = (ROOT / "tasks" / "layernorm" / "rowblock.cu").read_text()
 
 

@@ -8,8 +8,8 @@ import random
 import time
 
 from kernel_agent.llm.client import LLMClient
-from kernel_agent.llm.config import LLMConfig
 from kernel_agent.llm.proposer import LLMProposer
+from kernel_agent.llm.settings import LLMConfig
 from kernel_agent.optimize.space import Space
 from kernel_agent.optimize.strategies import SearchState
 from kernel_agent.task import load_task

@@ -11,7 +11,7 @@ import typer.main
 
 from kernel_agent.cli import app
 from kernel_agent.llm.client import LLMClient, LLMUnavailable
-from kernel_agent.llm.config import LLMConfig, load_llm_config
+from kernel_agent.llm.settings import LLMConfig, load_llm_config
 from sandbox import redact
 from sandbox.redact import MASK
 from tests.llm.fake_server import FakeOpenAI, answer, status

@@ -5,7 +5,14 @@ import time
 
 import pytest
 
-from sandbox import GpuWorker, Interrupted, Reply, SandboxError, Status, outcome_from_reply
+from sandbox import (
+    GpuWorker,
+    Interrupted,
+    Reply,
+    SandboxError,
+    Status,
+    outcome_from_reply,
+)
 from tests.sandbox import fake_workers
 
 

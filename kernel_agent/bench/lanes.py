@@ -12,16 +12,16 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+
 from sandbox import Interrupted, Outcome, SandboxError, Settings, Status, nvrtc_version
 
 from ..files import write_atomic
-from ..optimize.session import recording_path
-from ..sweep import SweepCache
+from ..recording import load, recording_path
 from ..task import Task
-from .config import BenchConfig, finished, suite_tasks
 from .evaluate import Lane, as_written, optimized, ready_made, task_result
-from .report import write_report
+from .options import BenchConfig, finished, suite_tasks
 from .results import TaskResult
+from .suite_report import write_report
 
 Event = Callable[[str, str], None]  # (lane name, what it is doing now)
 STOP_GRACE_S = 15.0  # how long an interrupted bench waits for its lanes to leave their tasks
@@ -150,7 +150,7 @@ class Bench:
                 env.update({k: self.gpu_info[k] for k in ("name", "arch", "driver", "runtime", "cupy")
                             if k in self.gpu_info})
         else:
-            env["timings"] = "replayed from the recorded H200 sweeps (tests/data/h200), not measured now"
+            env["timings"] = "replayed from the recorded H200 sweeps (tasks/recordings/h200), not measured now"
             env.update(_recorded_gpu([task for _, task in self.tasks]))
         return env
 
@@ -160,7 +160,7 @@ def _recorded_gpu(tasks: list[Task]) -> dict:
     for task in tasks:
         path = recording_path(task.name, None)
         if path.exists():
-            cache = SweepCache.model_validate_json(path.read_text())
+            cache = load(path)
             gpu = cache.gpu or {}
             return {"recorded on": gpu.get("name", "?"), "recorded driver": gpu.get("driver", "?"),
                     "recorded with nvrtc": cache.compiler.get("nvrtc", "?")}

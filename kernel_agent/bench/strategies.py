@@ -9,14 +9,14 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..sweep import SweepCache, best
+from ..optimize.executors import ReplayExecutor
+from ..optimize.loop import RunConfig, search
+from ..optimize.policy import PolicyBook
+from ..optimize.space import Space
+from ..optimize.store import Store
+from ..optimize.strategies import make_strategy
+from ..recording import best, load
 from ..task import load_task
-from .executors import ReplayExecutor
-from .policy import PolicyBook
-from .runner import RunConfig, search
-from .space import Space
-from .store import Store
-from .strategies import make_strategy
 
 TARGET = 0.95  # fraction of the sweep's best speed
 SHARE_OF_SWEEP = 0.30  # the agent must get there within this share of the sweep's evaluations
@@ -90,7 +90,7 @@ def evaluations_to(attempts, target_ms: float) -> int:
 
 def bench_task(task_file: Path, recording: Path, seeds: int, strategies=("agent", "evolutionary", "random"),
                family_files: list[Path] | None = None) -> TaskRow:
-    cache = SweepCache.model_validate_json(recording.read_text())
+    cache = load(recording)
     top = best(cache)
     size = Space.of_task(load_task(task_file), generic=False).size
     row = TaskRow(cache.task, size, cache.baseline_timing["median_ms"], top.outcome.timing.median_ms)

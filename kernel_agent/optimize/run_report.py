@@ -7,7 +7,7 @@ from pathlib import Path
 from sandbox import Outcome, Timing
 
 from ..plot import progress_png
-from .runner import RunResult
+from .loop import RunResult
 from .space import Space
 
 

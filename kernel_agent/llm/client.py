@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol, cast
+from typing import cast
 
 import openai
 from openai.types.chat import ChatCompletionMessageParam
@@ -25,6 +25,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception
 
 from sandbox import redact
 
+from ..seams import Completion
 from .deadline import Cancelled, DeadlinePassed, call_before
 from .reply import MalformedResponse, Reply, parse_reply, read_capped
 from .settings import DEFAULT_BASE_URL, NO_KEY, LLMConfig
@@ -39,16 +40,6 @@ SERVER_WORDS = 300  # characters of a server's error message quoted
 HINT = "is the server running? check --llm-base-url / OPENAI_BASE_URL"
 KEY_HINT = "OPENAI_API_KEY or the config file's [llm] api_key"
 MODEL_HINT = "--llm MODEL, KAGENT_LLM_MODEL or the config file's [llm] model"
-
-
-@dataclass
-class Completion:
-    text: str
-    prompt_tokens: int
-    completion_tokens: int
-    finish_reason: str | None  # "stop", "length" (truncated)...
-    seconds: float
-    attempts: int  # HTTP attempts it took
 
 
 class LLMError(RuntimeError):
@@ -73,16 +64,6 @@ class AnswerCutOff(Exception):
 
 MALFORMED = (MalformedResponse, openai.APIResponseValidationError)
 RETRYABLE = (openai.APIConnectionError, DeadlinePassed, AnswerCutOff, *MALFORMED)  # APITimeoutError included
-
-
-class ChatModel(Protocol):
-    """What the proposer needs of a client (an LLMClient, or a fake)."""
-
-    tokens_used: int
-
-    def complete(self, messages: list[dict[str, str]], deadline: float | None = None) -> Completion: ...
-
-    def call_limit_s(self, deadline: float | None = None) -> float: ...
 
 
 def is_retryable(exc: BaseException) -> bool:

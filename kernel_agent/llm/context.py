@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from sandbox import Outcome, Status
 
-from ..optimize.space import Candidate, Space
-from ..optimize.strategies import Attempt, SearchState
+from ..optimize.space import Space
+from ..seams import Attempt, Candidate, SearchState
 from ..task import Task
 from .prompts import task_context
 

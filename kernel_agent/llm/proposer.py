@@ -21,11 +21,11 @@ from typing import Any
 from sandbox import KernelError, Outcome, Status, redact
 
 from ..optimize.compile_rules import rules_from_compile_log
-from ..optimize.space import Candidate, Space
-from ..optimize.strategies import Attempt, Proposal, SearchState
+from ..optimize.space import Space
+from ..seams import Attempt, Candidate, ChatModel, Proposal, SearchState
 from ..task import Task
 from .answers import parse_answer
-from .client import ChatModel, LLMError
+from .client import LLMError
 from .context import prompt_context, repair_context
 from .prompts import render
 

@@ -8,8 +8,9 @@ from pathlib import Path
 from sandbox import Evaluator, GpuWorker, Outcome, Settings, Status
 
 from ..recording import load, source_hash
+from ..seams import Candidate
 from ..task import Task
-from .space import Candidate, Space
+from .space import Space
 
 
 class ExecutorError(RuntimeError):

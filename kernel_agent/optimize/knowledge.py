@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from sandbox import Status
 
-from .space import Candidate
+from ..seams import Candidate
 
 MIN_FAILURES = 2
 

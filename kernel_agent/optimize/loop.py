@@ -12,11 +12,11 @@ from typing import Callable
 from sandbox import Outcome, Status
 
 from ..files import write_atomic
+from ..seams import Attempt, Candidate, SearchState, Strategy
 from .knowledge import KnowledgeBase
 from .rewards import rank_rewards
-from .space import Candidate, Space
+from .space import Space
 from .store import Journal, Store
-from .strategies import Attempt, SearchState, Strategy
 
 
 @dataclass

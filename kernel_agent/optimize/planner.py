@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .space import Candidate
+from ..seams import Candidate
 from .specialists import Specialist
 
 EXPLOIT, BOUNDARY, DIVERSE = "best", "failure boundary", "diverse"

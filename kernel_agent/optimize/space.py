@@ -2,45 +2,16 @@
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sandbox import Kernel, Knob, load_kernel
 
+from ..seams import Candidate
 from ..task import Task
 from .generic import apply_generic, generic_knobs
-
-
-@dataclass(frozen=True)
-class Candidate:
-    kernel: str  # 'baseline' or a variant's name
-    knobs: tuple[tuple[str, str], ...]  # sorted (name, value) pairs: hashable, stable
-
-    @classmethod
-    def make(cls, kernel: str, knobs: dict[str, str]) -> "Candidate":
-        return cls(kernel, tuple(sorted((k, str(v)) for k, v in knobs.items())))
-
-    @property
-    def values(self) -> dict[str, str]:
-        return dict(self.knobs)
-
-    @property
-    def key(self) -> str:
-        return hashlib.sha256(json.dumps([self.kernel, self.knobs]).encode()).hexdigest()[:16]
-
-    def label(self) -> str:
-        return f"{self.kernel} " + " ".join(f"{k}={v}" for k, v in self.knobs) if self.knobs else self.kernel
-
-    def distance(self, other: "Candidate") -> int:
-        """Hamming distance; another kernel file counts as far as every knob differing."""
-        if self.kernel != other.kernel:
-            return max(len(self.knobs), len(other.knobs)) + 1
-        mine, theirs = self.values, other.values
-        return sum(mine.get(k) != theirs.get(k) for k in set(mine) | set(theirs))
 
 
 @dataclass

@@ -6,8 +6,9 @@ import random
 
 from sandbox import SPECIALISTS
 
+from ..seams import Candidate
 from .policy import Policy
-from .space import Candidate, Space
+from .space import Space
 
 TWO_KNOB_CHANCE = 0.3  # sometimes move two of its knobs at once (they often interact: BLOCK x VEC)
 

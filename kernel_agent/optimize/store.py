@@ -17,8 +17,7 @@ from pathlib import Path
 from sandbox import Outcome, Status
 
 from ..files import write_atomic
-from .space import Candidate
-from .strategies import Attempt
+from ..seams import Attempt, Candidate
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (

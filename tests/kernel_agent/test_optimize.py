@@ -16,9 +16,10 @@ from kernel_agent.optimize.knowledge import KnowledgeBase
 from kernel_agent.optimize.loop import RunConfig, search
 from kernel_agent.optimize.policy import PolicyBook
 from kernel_agent.optimize.rewards import rank_rewards
-from kernel_agent.optimize.space import Candidate, Space
+from kernel_agent.optimize.space import Space
 from kernel_agent.optimize.store import Journal, Store
 from kernel_agent.optimize.strategies import STRATEGIES, make_strategy
+from kernel_agent.seams import Candidate
 from kernel_agent.task import discover, load_task
 from kernel_agent.validate import validate_task  # noqa: F401 (import check: no cycles)
 from sandbox import Outcome, Status, Timing
@@ -302,7 +303,7 @@ def test_generic_edit_text():
 
 def test_journal_reads_back_what_it_wrote(tmp_path):
     journal = Journal(tmp_path / "attempts.jsonl")
-    from kernel_agent.optimize.strategies import Attempt
+    from kernel_agent.seams import Attempt
 
     a = Attempt(1, Candidate.make("rowblock", {"BLOCK": "256"}), _outcome(Status.ok, 1.5), 0.2, "launch",
                 Candidate.make("rowblock", {"BLOCK": "128"}), "best", 0.7)

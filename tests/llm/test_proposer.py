@@ -10,8 +10,9 @@ import time
 from kernel_agent.llm.client import LLMClient
 from kernel_agent.llm.proposer import LLMProposer
 from kernel_agent.llm.settings import LLMConfig
+from kernel_agent.optimize.knowledge import KnowledgeBase
 from kernel_agent.optimize.space import Space
-from kernel_agent.optimize.strategies import SearchState
+from kernel_agent.seams import SearchState
 from kernel_agent.task import load_task
 from sandbox.redact import MASK
 from tests.llm.fake_server import FakeOpenAI, answer, drip
@@ -29,7 +30,7 @@ def proposer_for(client: LLMClient, run_dir, waits: list, notices: list) -> LLMP
 
 
 def ask_planner(proposer: LLMProposer):
-    state = SearchState(proposer.space, random.Random(0))
+    state = SearchState(proposer.space, random.Random(0), KnowledgeBase())
     return proposer.propose(state, "planner", proposer.space.default("baseline"))
 
 

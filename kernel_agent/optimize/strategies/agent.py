@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from sandbox import SPECIALISTS, Status
 
+from ...seams import Attempt, Proposal, SearchState, Strategy
 from ..planner import EXPLOIT, STALL_EVALUATIONS, Planner
 from ..policy import PolicyBook
 from ..specialists import Specialist
-from . import Attempt, Proposal, SearchState, Strategy, kernels_as_written
+from . import kernels_as_written
 
 OPTIONS_PER_SLOT = 8
 NOVELTY_WEIGHT = 0.5

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..space import Candidate
-from . import Proposal, SearchState, Strategy, kernels_as_written
+from ...seams import Candidate, Proposal, SearchState, Strategy
+from . import kernels_as_written
 
 ELITES = 4
 TRIES = 20

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import Proposal, SearchState, Strategy
+from ...seams import Attempt, Proposal, SearchState, Strategy
 
 
 class ExhaustiveStrategy(Strategy):
@@ -16,3 +16,6 @@ class ExhaustiveStrategy(Strategy):
                 if len(out) == count:
                     break
         return out
+
+    def observe(self, state: SearchState, batch: list[Attempt]) -> None:
+        """Nothing to learn: this baseline does not adapt."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import Proposal, SearchState, Strategy
+from ...seams import Attempt, Proposal, SearchState, Strategy
 
 
 class RandomStrategy(Strategy):
@@ -10,3 +10,6 @@ class RandomStrategy(Strategy):
 
     def propose(self, state: SearchState, count: int) -> list[Proposal]:
         return [Proposal(c, note="random") for c in state.unseen_random(count)]
+
+    def observe(self, state: SearchState, batch: list[Attempt]) -> None:
+        """Nothing to learn: this baseline does not adapt."""

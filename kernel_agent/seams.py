@@ -139,7 +139,7 @@ class Plan:
 
     action: Action
     role: str
-    parent: Candidate
+    parent: Candidate | None  # None for a repair: the model keeps which of its kernels failed
     why: str
     prompt: str = ""
 

@@ -15,10 +15,9 @@ RECENT_FAILURES = 3
 LOG_CHARS = 1200
 
 
-def prompt_context(task: Task, space: Space, state: SearchState, parent: Candidate, learned: list[str]) -> dict:
+def prompt_context(task: Task, space: Space, state: SearchState, parent: Candidate) -> dict:
     """Variables of the planner and specialist prompts."""
     parent_attempt = next((a for a in state.attempts if a.candidate == parent), None)
-    rules = [f"{rule.as_dont()} (pruned {rule.pruned} proposals)" for rule in state.kb.rules] + learned
     failures = [f"{a.candidate.label()}: {a.outcome.status.value}: {(a.outcome.log or a.outcome.message)[:LOG_CHARS]}"
                 for a in state.attempts if a.ms is None and a.outcome.status is not Status.not_run][-RECENT_FAILURES:]
     return {
@@ -29,12 +28,12 @@ def prompt_context(task: Task, space: Space, state: SearchState, parent: Candida
         "best": [{"rank": i + 1, "label": a.candidate.label(), "ms": round(a.ms, 4),
                   "speedup": round(a.outcome.speedup, 2) if a.outcome.speedup else None}
                  for i, a in enumerate(state.correct()[:BEST_ROWS])],
-        "rules": rules,
+        "rules": state.kb.as_dont(),
         "failures": failures,
     }
 
 
-def repair_context(task: Task, space: Space, state: SearchState, failed: Attempt, learned: list[str]) -> dict:
+def repair_context(task: Task, space: Space, state: SearchState, failed: Attempt) -> dict:
     """Variables of the repair prompt for a failed attempt (each template takes what it needs)."""
     o = failed.outcome
     context = {"task": task_context(task), "source": space.kernels[failed.candidate.kernel].kernel.source,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,9 +19,8 @@ from typing import Any
 
 from sandbox import KernelError, Outcome, Status, redact
 
-from ..optimize.compile_rules import rules_from_compile_log
 from ..optimize.space import Space
-from ..seams import Attempt, Candidate, ChatModel, Proposal, SearchState
+from ..seams import Attempt, Candidate, ChatModel, Plan, Proposal, SearchState
 from ..task import Task
 from .answers import parse_answer
 from .client import LLMError
@@ -66,7 +64,6 @@ class LLMProposer:
     disabled_reason: str = ""
     origins: dict[str, Origin] = field(default_factory=dict)
     tallies: dict[tuple[str, int], Tally] = field(default_factory=dict)
-    error_rules: Counter = field(default_factory=Counter)  # "do not ..." text -> hits
     repairs: list[Attempt] = field(default_factory=list)
     calls: int = 0
     recorded: list[dict] = field(default_factory=list)  # earlier completions of this run (resume)
@@ -85,11 +82,14 @@ class LLMProposer:
 
     # -- proposals ---------------------------------------------------------------------------
 
-    def propose(self, state: SearchState, role: str, parent: Candidate) -> Proposal | None:
-        """Ask the planner (a new structure) or a specialist (its area) for a kernel derived from parent."""
-        template = "planner.j2" if role == "planner" else f"specialist_{role}.j2"
-        context = prompt_context(self.task, self.space, state, parent, self._rules())
-        return self._ask(render(template, **context), role, 0, parent, context["parent_source"])
+    def propose(self, state: SearchState, plan: Plan) -> Proposal | None:
+        """Carry out a rewrite plan: ask, with the plan's role's prompt, for a kernel derived from its parent."""
+        assert plan.parent is not None
+        context = prompt_context(self.task, self.space, state, plan.parent)
+        return self._ask(render(plan.prompt, **context), plan.role, 0, plan.parent, context["parent_source"])
+
+    def has_repair(self) -> bool:
+        return bool(self.repairs)
 
     def next_repair(self, state: SearchState) -> Proposal | None:
         while self.repairs and self.enabled:
@@ -97,7 +97,7 @@ class LLMProposer:
             origin = self.origins[failed.candidate.kernel]
             if origin.round >= MAX_REPAIRS:
                 continue
-            context = repair_context(self.task, self.space, state, failed, self._rules())
+            context = repair_context(self.task, self.space, state, failed)
             template = f"repair_{failed.outcome.status.value}.j2"
             # the file as written: the compiler's line numbers refer to it
             return self._ask(render(template, **context), origin.role, origin.round + 1, failed.candidate,
@@ -167,7 +167,8 @@ class LLMProposer:
     # -- learning from outcomes --------------------------------------------------------------
 
     def observe(self, state: SearchState, batch: list[Attempt]) -> None:
-        """Outcomes of LLM kernels: tallies, distilled error rules, repairs to ask for, trajectory."""
+        """Outcomes of LLM kernels: tallies, repairs to ask for, trajectory (their compile errors reach
+        the knowledge base like any other's)."""
         baseline_ms = state.attempts[0].ms
         for attempt in batch:
             origin = self.origins.get(attempt.candidate.kernel)
@@ -180,9 +181,6 @@ class LLMProposer:
                 tally.correct += 1
                 tally.faster += bool(baseline_ms and attempt.ms < baseline_ms)
                 tally.improved_best += state.best() is attempt
-            if outcome.status is Status.compile_error:
-                for rule in rules_from_compile_log(outcome.log or outcome.message):
-                    self.error_rules[rule.text] += 1
             if outcome.status not in (Status.ok, Status.not_run):
                 self.repairs.append(attempt)
             if (origin.call, attempt.number) not in self._logged_results:
@@ -190,9 +188,6 @@ class LLMProposer:
                 self._log({"type": "result", "call": origin.call, "kernel": attempt.candidate.kernel,
                            "number": attempt.number, "status": outcome.status.value, "median_ms": attempt.ms,
                            "speedup": outcome.speedup, "reward": attempt.reward, "message": outcome.message})
-
-    def _rules(self) -> list[str]:
-        return [f"{text} (hit {hits} times)" for text, hits in self.error_rules.most_common(10)]
 
     def _waiting(self, text: str | None) -> None:
         if self.on_wait is not None:

@@ -1,8 +1,10 @@
-"""Failure rules: which knob values, alone or in pairs, always led to which failure class.
+"""The one failure knowledge base, with two kinds of rule.
 
-Rules are derived from every observation (this run's, and earlier runs' of the same task from the
-store), used to prune proposals before anything is compiled, and shown in the report. A rule needs
-two failures and no success; a success matching it later removes it.
+Knob rules: which knob values, alone or in pairs, always led to which failure class. They are derived
+from every verdict (this run's, and earlier runs' of the same task from the store), prune proposals
+before anything is compiled, and need two failures and no success (a success matching one removes it).
+Compile rules: "do not ..." sentences distilled from compiler logs (`compile_rules.py`), counted by
+how often they were hit. Both are shown in the report and quoted in every prompt.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field
 from sandbox import Status
 
 from ..seams import Candidate
+from .compile_rules import rules_from_compile_log
 
 MIN_FAILURES = 2
 
@@ -44,6 +47,7 @@ class Rule:
 @dataclass
 class KnowledgeBase:
     observations: dict[Candidate, Status] = field(default_factory=dict)
+    compile_rules: Counter = field(default_factory=Counter)  # "do not ..." text -> times a log showed it
     _pruned: Counter = field(default_factory=Counter)
     _rules: list[Rule] | None = None  # derived from the observations when next asked
 
@@ -58,6 +62,21 @@ class KnowledgeBase:
     def observe(self, candidate: Candidate, status: Status) -> None:
         self.observations[candidate] = status
         self._rules = None
+
+    def learn_from(self, candidate: Candidate, status: Status, log: str = "", knobs: bool = True) -> None:
+        """A verdict: its knob values become evidence for knob rules (unless `knobs` is False), and a
+        compile error's log adds the compile rules it shows."""
+        if knobs:
+            self.observe(candidate, status)
+        if status is Status.compile_error:
+            for rule in rules_from_compile_log(log):
+                self.compile_rules[rule.text] += 1
+
+    def as_dont(self, compile_rules: int = 10) -> list[str]:
+        """Every rule as a "do not ..." line with its evidence, for a prompt: the knob rules, then the
+        compile rules hit most often."""
+        return [f"{rule.as_dont()} (pruned {rule.pruned} proposals)" for rule in self.rules] + \
+            [f"{text} (hit {hits} times)" for text, hits in self.compile_rules.most_common(compile_rules)]
 
     def blocking_rule(self, candidate: Candidate) -> Rule | None:
         for rule in self.rules:

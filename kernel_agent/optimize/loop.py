@@ -86,9 +86,9 @@ def search(config: RunConfig, space: Space, executor, strategy: Strategy, run_di
         journal.rewrite([previous[n] for n in sorted(previous)])
     state = SearchState(space, random.Random(config.seed), KnowledgeBase())
     if config.warm_start:
-        for candidate, status in _earlier_observations(config, executor, store, run_dir):
-            if space.contains(candidate):
-                state.kb.observe(candidate, Status(status))
+        for candidate, status, log in _earlier_verdicts(config, executor, store, run_dir):
+            state.kb.learn_from(candidate, Status(status), log,
+                                knobs=space.contains(candidate) and not candidate.kernel.startswith("llm"))
     store.start_run(config.run_id, task=config.task, family=config.family, arch=config.arch,
                     executor=executor.name, strategy=config.strategy, seed=config.seed, budget=config.budget,
                     started=time.strftime("%Y-%m-%dT%H:%M:%S"))
@@ -149,7 +149,7 @@ def _record(config, executor, state: SearchState, journal: Journal, store: Store
         state.attempts.append(attempt)
         state.since_improvement = 0 if improved else state.since_improvement + 1
         if attempt.outcome.status is not Status.not_run:
-            state.kb.observe(attempt.candidate, attempt.outcome.status)
+            state.kb.learn_from(attempt.candidate, attempt.outcome.status, attempt.outcome.log or attempt.outcome.message)
         if attempt.outcome.status is not Status.ok:
             status = attempt.outcome.status.value
             result.failures[status] = result.failures.get(status, 0) + 1
@@ -159,14 +159,15 @@ def _record(config, executor, state: SearchState, journal: Journal, store: Store
         store.add(config.run_id, config.task, config.arch, executor.name, attempt)
 
 
-def _earlier_observations(config: RunConfig, executor, store: Store, run_dir: Path):
+def _earlier_verdicts(config: RunConfig, executor, store: Store, run_dir: Path) -> list[tuple[Candidate, str, str]]:
     """Earlier runs' verdicts on this task, as they were when this run started (kept in the run
-    folder, so a resumed run starts from the same knowledge)."""
+    folder, so a resumed run starts from the same knowledge). LLM kernels of other runs teach compile
+    rules only: their knob values belong to files this run does not have."""
     snapshot = run_dir / "warm_start_observations.json"
     if snapshot.exists():
         rows = json.loads(snapshot.read_text())
     else:
-        rows = [[c.kernel, c.values, status]
-                for c, status in store.earlier_statuses(config.task, config.arch, executor.name, config.run_id)]
+        rows = [[c.kernel, c.values, status, log]
+                for c, status, log in store.earlier_verdicts(config.task, config.arch, executor.name, config.run_id)]
         write_atomic(snapshot, json.dumps(rows).encode())
-    return [(Candidate.make(kernel, knobs), status) for kernel, knobs, status in rows]
+    return [(Candidate.make(row[0], row[1]), row[2], row[3] if len(row) > 3 else "") for row in rows]

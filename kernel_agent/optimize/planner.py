@@ -1,11 +1,14 @@
-"""The planner: which specialist acts next, on which parent, and when to add exploration noise."""
+"""The planner owns the plan: each move of a batch is a Plan — repair a model's kernel, ask a model for
+a new structure or for a change in one area, or tune a parent's knobs with one specialist — with the
+parent it starts from and why. Parents: the best, one beside a failure, or a diverse one; specialists:
+a bandit over the rank rewards each has earned; noise on one specialist at a time while stalled."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 
-from ..seams import Candidate
+from ..seams import Candidate, Plan, Proposer, SearchState
 from .specialists import Specialist
 
 EXPLOIT, BOUNDARY, DIVERSE = "best", "failure boundary", "diverse"
@@ -13,6 +16,8 @@ PARENT_ODDS = ((EXPLOIT, 0.6), (BOUNDARY, 0.25), (DIVERSE, 0.15))
 STALL_EVALUATIONS = 6  # evaluations without a new best before one specialist's choices get noisier
 NOISY_TEMPERATURE = 3.0
 UCB_WEIGHT = 0.7
+NEW_STRUCTURE = "planner"  # the role that asks a model for a whole new kernel structure
+NEW_STRUCTURE_PROMPT = "planner.j2"
 
 
 @dataclass
@@ -32,19 +37,55 @@ class Credit:
 @dataclass
 class Planner:
     specialists: dict[str, Specialist]
+    llm_every: int = 2  # with a model: ask it for a new kernel every this many batches (and while stalled)
     credit: dict[str, Credit] = field(default_factory=dict)
     stalls: int = 0  # how many times progress stalled: rotates the noisy specialist
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name in self.specialists:
             self.credit.setdefault(name, Credit())
 
-    def choose_parent(self, state) -> tuple[Candidate, str]:
+    # -- plans -------------------------------------------------------------------------------
+
+    def repair_plan(self, model: Proposer | None) -> Plan | None:
+        """First in a batch, with a model: repair one of its kernels that failed (the model keeps them)."""
+        if model is None or not model.enabled or not model.has_repair():
+            return None
+        return Plan("repair", "", None, "a model's kernel failed: its evidence goes back to the model")
+
+    def rewrite_plan(self, state: SearchState, batch: int, model: Proposer | None) -> Plan | None:
+        """Every `llm_every` batches (or whenever stalled), ask the model for a new kernel: the planner's
+        new structure when stalled or no specialist can act, else the change the bandit's pick asks for."""
+        if model is None or not model.enabled:
+            return None
+        stalled = state.since_improvement >= STALL_EVALUATIONS
+        if not (stalled or (batch - 1) % self.llm_every == 0):
+            return None
+        parent, why = self.choose_parent(state)
+        chosen = self.choose_specialist(state, parent, set())
+        if stalled or chosen is None:
+            return Plan("rewrite", NEW_STRUCTURE, parent, "stalled: a new structure" if stalled
+                        else f"{why}: no specialist can act", NEW_STRUCTURE_PROMPT)
+        return Plan("rewrite", chosen.name, parent, f"{why}: the bandit's pick", chosen.prompt)
+
+    def tune_plan(self, state: SearchState) -> Plan:
+        """Tune a parent's knobs (the specialist is picked by `choose_specialist`, in bandit order)."""
+        parent, why = self.choose_parent(state)
+        return Plan("tune", "", parent, why)
+
+    def new_structure_plan(self, state: SearchState) -> Plan:
+        """When nothing is left to tune offline: ask the model for a new structure."""
+        parent, _ = self.choose_parent(state)
+        return Plan("rewrite", NEW_STRUCTURE, parent, "nothing left to tune offline", NEW_STRUCTURE_PROMPT)
+
+    # -- choices -----------------------------------------------------------------------------
+
+    def choose_parent(self, state: SearchState) -> tuple[Candidate, str]:
         # a parent the specialists can change: a kernel with knobs (the baseline may have none)
-        correct = [a for a in state.correct() if state.space.kernels[a.candidate.kernel].tunable]
+        correct = [a for a in state.correct() if state.space.kernels[a.candidate.kernel].tunable]  # type: ignore[attr-defined]
         if not correct:
-            return state.space.default(next(iter(state.space.kernels))), EXPLOIT
-        roll, total = state.rng.random(), 0.0
+            return state.space.default(next(iter(state.space.kernels))), EXPLOIT  # type: ignore[attr-defined]
+        roll, total, why = state.rng.random(), 0.0, EXPLOIT
         for why, odds in PARENT_ODDS:
             total += odds
             if roll < total:
@@ -59,7 +100,7 @@ class Planner:
             return max(correct[1:6], key=lambda a: a.candidate.distance(best)).candidate, DIVERSE
         return correct[0].candidate, EXPLOIT
 
-    def choose_specialist(self, state, parent: Candidate, exclude: set[str]) -> Specialist | None:
+    def choose_specialist(self, state: SearchState, parent: Candidate, exclude: set[str]) -> Specialist | None:
         able = [s for n, s in self.specialists.items() if n not in exclude and s.can_act(parent, state.space)]
         if not able:
             return None
@@ -70,7 +111,7 @@ class Planner:
         return max(able, key=lambda s: self.credit[s.name].mean
                    + UCB_WEIGHT * math.sqrt(math.log(total) / self.credit[s.name].proposals))
 
-    def temperature(self, state, specialist: Specialist) -> float:
+    def temperature(self, state: SearchState, specialist: Specialist) -> float:
         """Noise on one specialist at a time, rotating, while no new best has been found for a while."""
         if state.since_improvement < STALL_EVALUATIONS:
             return 1.0

@@ -92,9 +92,12 @@ def report_markdown(result: RunResult, strategy) -> str:
             lines.append(f"| {name} | {credit.proposals} | {credit.mean:+.2f} | {credit.improvements} | "
                          f"{credit.speedup_gained:+.2f} |")
     lines += _llm_section(getattr(strategy, "llm", None), c)
-    rules = result.state.kb.rules
+    kb = result.state.kb
     lines += ["", "## Knowledge base: failure rules learned", ""]
-    lines += [f"- {r.text()}; pruned {r.pruned} proposals" for r in rules] or ["- none (no value always failed)"]
+    lines += [f"- {r.text()}; pruned {r.pruned} proposals" for r in kb.rules] or ["- none (no value always failed)"]
+    if kb.compile_rules:
+        lines += ["", "Rules distilled from compile errors (quoted in prompts):", ""]
+        lines += [f"- {text} ({hits} times)" for text, hits in kb.compile_rules.most_common()]
     lines += ["", "## Attempts (fastest first, then failures)", "", "| # | candidate | specialist | why | status | time | speedup |",
               "| --- | --- | --- | --- | --- | --- | --- |"]
     ordered = sorted(result.state.attempts, key=lambda a: (a.ms is None, a.ms or 0, a.number))
@@ -122,7 +125,4 @@ def _llm_section(llm, config) -> list[str]:
     for (role, round_), t in sorted(llm.tallies.items()):
         lines.append(f"| {role} | {round_} | {t.answers} | {t.parsed} | {t.compiled} | {t.correct} | {t.faster} | "
                      f"{t.improved_best} |")
-    if llm.error_rules:
-        lines += ["", "Rules distilled from compile errors (quoted in later prompts):", ""]
-        lines += [f"- {text} ({hits} times)" for text, hits in llm.error_rules.most_common()]
     return lines

@@ -14,12 +14,14 @@ TWO_KNOB_CHANCE = 0.3  # sometimes move two of its knobs at once (they often int
 
 
 class Specialist:
-    """Launch, memory, compute or reduction: a learned policy over the values of the knobs it owns."""
+    """Launch, memory, compute or reduction: a learned policy over the values of the knobs it owns, and
+    the prompt template (prompts/specialist_NAME.j2) a model gets when it acts for this specialist."""
 
     def __init__(self, name: str, policy: Policy):
         if name not in SPECIALISTS:
             raise ValueError(f"unknown specialist {name!r}")
         self.name, self.policy = name, policy
+        self.prompt = f"specialist_{name}.j2"  # what a model is asked when this specialist acts through it
 
     def can_act(self, parent: Candidate, space: Space) -> bool:
         return any(len(k.values) > 1 for k in space.specialist_knobs(parent.kernel, self.name))

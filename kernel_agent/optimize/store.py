@@ -114,19 +114,28 @@ class Store:
              attempt.parent.label() if attempt.parent else None, attempt.note, o.status.value,
              attempt.ms, o.speedup, attempt.reward, attempt.seconds, o.model_dump_json()))])
 
-    def earlier_statuses(self, task: str, arch: str, executor: str, exclude_run: str) -> list[tuple[Candidate, str]]:
-        """(candidate, status) of earlier runs of the same task: the knowledge base starts from them."""
+    def earlier_verdicts(self, task: str, arch: str, executor: str,
+                         exclude_run: str) -> list[tuple[Candidate, str, str]]:
+        """(candidate, status, compile log or "") of earlier runs of the same task: the knowledge base
+        starts from them."""
         if self.db is None:
             return []
         try:
             rows = self.db.execute(
-                "SELECT kernel, knobs, status FROM attempts WHERE task = ? AND arch = ? AND executor = ? "
-                "AND run_id != ? AND status != 'not_run' AND kernel NOT LIKE 'llm%'",
+                "SELECT kernel, knobs, status, CASE WHEN status = 'compile_error' THEN outcome END FROM attempts "
+                "WHERE task = ? AND arch = ? AND executor = ? AND run_id != ? AND status != 'not_run'",
                 (task, arch, executor, exclude_run)).fetchall()
-            return [(Candidate.make(k, json.loads(v)), s) for k, v, s in rows if s in STATUSES]
+            return [(Candidate.make(k, json.loads(v)), s, _log(outcome)) for k, v, s, outcome in rows if s in STATUSES]
         except (sqlite3.Error, ValueError, TypeError, AttributeError) as exc:
             self._give_up(exc)
             return []
+
+
+def _log(outcome_json: str | None) -> str:
+    if not outcome_json:
+        return ""
+    outcome = json.loads(outcome_json)
+    return str(outcome.get("log") or outcome.get("message") or "") if isinstance(outcome, dict) else ""
 
 
 STATUSES = {s.value for s in Status}

@@ -344,19 +344,24 @@ def test_replay_bench_prints_the_strategy_table():
 
 
 class _CountingLLM:
-    """Stands in for the LLM proposer: counts when the agent asks it (and never proposes)."""
+    """Stands in for the LLM proposer (a seams.Proposer): counts the planner's rewrite plans it is
+    given (and never proposes)."""
 
     enabled = True
 
     def __init__(self):
         self.asked = []
 
+    def has_repair(self) -> bool:
+        return False
+
     def next_repair(self, state):
         return None
 
-    def propose(self, state, role, parent):
+    def propose(self, state, plan):
         stalled = state.since_improvement >= 6
-        self.asked.append(((len(state.attempts) - 2) // 4 + 1, "planner" if stalled else "scheduled", role))
+        self.asked.append(((len(state.attempts) - 2) // 4 + 1, "planner" if stalled else "scheduled", plan.role))
+        assert plan.action == "rewrite" and plan.prompt.endswith(".j2") and plan.parent is not None
         return None
 
     def observe(self, state, batch):

@@ -86,7 +86,7 @@ def test_a_store_that_turns_bad_mid_run_is_dropped_once(tmp_path):
     told = []
     store = Store(tmp_path / "s.sqlite", notice=told.append)
     store.db.execute("DROP TABLE attempts")
-    assert store.earlier_statuses("t", "sm_90", "replay", "x") == []
+    assert store.earlier_verdicts("t", "sm_90", "replay", "x") == []
     assert store.db is None and len(told) == 1 and "no such table" in told[0]
     store.finish_run("x", best_ms=1.0)  # nothing happens, nothing is said again
     assert len(told) == 1

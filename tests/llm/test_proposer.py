@@ -12,7 +12,7 @@ from kernel_agent.llm.proposer import LLMProposer
 from kernel_agent.llm.settings import LLMConfig
 from kernel_agent.optimize.knowledge import KnowledgeBase
 from kernel_agent.optimize.space import Space
-from kernel_agent.seams import SearchState
+from kernel_agent.seams import Plan, SearchState
 from kernel_agent.task import load_task
 from sandbox.redact import MASK
 from tests.llm.fake_server import FakeOpenAI, answer, drip
@@ -31,7 +31,8 @@ def proposer_for(client: LLMClient, run_dir, waits: list, notices: list) -> LLMP
 
 def ask_planner(proposer: LLMProposer):
     state = SearchState(proposer.space, random.Random(0), KnowledgeBase())
-    return proposer.propose(state, "planner", proposer.space.default("baseline"))
+    plan = Plan("rewrite", "planner", proposer.space.default("baseline"), "a test", "planner.j2")
+    return proposer.propose(state, plan)
 
 
 def test_the_proposer_says_it_is_waiting_and_when_it_is_done(tmp_path):

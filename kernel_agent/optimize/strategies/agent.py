@@ -1,17 +1,18 @@
-"""The agent: a planner and four specialists with learned policies, pruned by the knowledge base.
+"""The agent carries out the planner's plans, a batch at a time.
 
-Each slot of a batch: the planner picks a parent (the best, one beside a failure, or a diverse one)
-and a specialist (bandit over the credit each has earned); the specialist proposes children from its
-policy; proposals a failure rule forbids are dropped before compiling (a few are let through to
-probe the rule); among the rest the planner takes the one that balances the policy's preference
-with distance from everything tried. Rank rewards then train the specialists that acted.
+With a model, its moves come first: a repair of its kernel that failed, then (every few batches, or
+when stalled) a new kernel. Each other slot is a tune plan: the planner picks a parent (the best, one
+beside a failure, or a diverse one) and the specialists, in its bandit's order, propose children from
+their policies; proposals a failure rule forbids are dropped before compiling (a few are let through
+to probe the rule); among the rest the one that balances the policy's preference with distance from
+everything tried is kept. Rank rewards then train the specialists that acted.
 """
 
 from __future__ import annotations
 
 from sandbox import SPECIALISTS, Status
 
-from ...seams import Attempt, Proposal, SearchState, Strategy
+from ...seams import Attempt, Candidate, Plan, Proposal, Proposer, SearchState, Strategy
 from ..planner import EXPLOIT, STALL_EVALUATIONS, Planner
 from ..policy import PolicyBook
 from ..specialists import Specialist
@@ -27,10 +28,11 @@ NEIGHBOURHOOD_LIMIT = 50_000  # candidates of one kernel file we are willing to 
 class AgentStrategy(Strategy):
     name = "agent"
 
-    def __init__(self, policies: PolicyBook | None = None, llm=None, llm_every: int = 2):
+    def __init__(self, policies: PolicyBook | None = None, llm: Proposer | None = None, llm_every: int = 2):
         self.policies = policies or PolicyBook()
-        self.planner = Planner({s: Specialist(s, self.policies[s]) for s in SPECIALISTS})
-        self.llm, self.llm_every = llm, llm_every  # an LLMProposer, asked every llm_every batches
+        specialists = {s: Specialist(s, self.policies[s]) for s in SPECIALISTS}
+        self.planner = Planner(specialists, llm_every=llm_every)
+        self.llm = llm  # a Proposer (the LLM) carries out the planner's repair and rewrite plans
         self._best_ms: float | None = None
         self._batches = 0
 
@@ -40,47 +42,45 @@ class AgentStrategy(Strategy):
         if out:  # tune once the kernels as written have been measured: they are the parents
             return out
         self._batches += 1
-        out += self._from_llm(state, count)
+        out += self._from_model(state, count)
         taken |= {p.candidate for p in out}
         while len(out) < count:
-            proposal = self._one(state, taken) or self._beside_best(state, taken)
+            proposal = self._tune(state, taken, self.planner.tune_plan(state)) \
+                or self._beside_best(state, taken, self.planner.tune_plan(state)) or self._random(state, taken)
             if proposal is None:
-                broken = _never_worked(state)  # e.g. an LLM kernel that did not compile: repair it first
-                allowed = state.unseen_random(1, exclude=taken, allow=lambda c: c.kernel not in broken
-                                              and not state.kb.blocking_rule(c))
-                if not allowed:
-                    break
-                proposal = Proposal(allowed[0], note="random: nothing new near the best")
+                break
             out.append(proposal)
             taken.add(proposal.candidate)
         if not out and self.llm is not None and self.llm.enabled:  # nothing left offline: a new structure
-            parent, _ = self.planner.choose_parent(state)
-            if proposal := self.llm.propose(state, "planner", parent):
+            if proposal := self.llm.propose(state, self.planner.new_structure_plan(state)):
                 out.append(proposal)
         return out
 
-    def _from_llm(self, state: SearchState, count: int) -> list[Proposal]:
-        """A repair of a failed LLM kernel first; then, every few batches (or while stalled), a new
-        kernel from the planner (when stalled: a new structure) or the specialist the bandit picks."""
-        if self.llm is None or not self.llm.enabled:
+    def _from_model(self, state: SearchState, count: int) -> list[Proposal]:
+        """The planner's moves for the model, first in the batch: a repair, then perhaps a new kernel."""
+        if self.llm is None:
             return []
         out = []
-        if repair := self.llm.next_repair(state):
+        if self.planner.repair_plan(self.llm) and (repair := self.llm.next_repair(state)):
             out.append(repair)
-        stalled = state.since_improvement >= STALL_EVALUATIONS
-        if len(out) < count and (stalled or (self._batches - 1) % self.llm_every == 0):
-            parent, _ = self.planner.choose_parent(state)
-            chosen = self.planner.choose_specialist(state, parent, set())
-            role = "planner" if stalled or chosen is None else chosen.name
-            if proposal := self.llm.propose(state, role, parent):
+        if len(out) < count and (plan := self.planner.rewrite_plan(state, self._batches, self.llm)):
+            if proposal := self.llm.propose(state, plan):
                 out.append(proposal)
         return out
 
-    def _beside_best(self, state: SearchState, taken: set) -> Proposal | None:
-        """When no single specialist has a new idea: the untried candidate nearest the best, moving
+    def _random(self, state: SearchState, taken: set[Candidate]) -> Proposal | None:
+        """Nothing new near any parent: an untried candidate anywhere, of a kernel that has worked."""
+        broken = _never_worked(state)  # e.g. an LLM kernel that did not compile: repair it first
+        allowed = state.unseen_random(1, exclude=taken, allow=lambda c: c.kernel not in broken
+                                      and not state.kb.blocking_rule(c))
+        return Proposal(allowed[0], note="random: nothing new near the best") if allowed else None
+
+    def _beside_best(self, state: SearchState, taken: set[Candidate], plan: Plan) -> Proposal | None:
+        """When no single specialist has a new idea: the untried candidate nearest the parent, moving
         knobs of several specialists at once, ranked by what all the policies learned."""
-        parent, _ = self.planner.choose_parent(state)
-        kernel = state.space.kernels[parent.kernel]
+        parent = plan.parent
+        assert parent is not None
+        kernel = state.space.kernels[parent.kernel]  # type: ignore[attr-defined]
         if kernel.size > NEIGHBOURHOOD_LIMIT:
             return None
         pool = [c for c in state.space.all() if c.kernel == parent.kernel and c not in taken
@@ -89,14 +89,18 @@ class AgentStrategy(Strategy):
             return None
         state.rng.shuffle(pool)
 
-        def score(c):
+        def score(c: Candidate) -> float:
             learned = sum(self.policies[kernel.knobs[k].specialist].logits.get(k, {}).get(v, 0.0) for k, v in c.knobs)
             return -c.distance(parent) + 0.25 * learned
 
         return Proposal(max(pool, key=score), parent=parent, note="beside the best, several specialists")
 
-    def _one(self, state: SearchState, taken: set) -> Proposal | None:
-        parent, why = self.planner.choose_parent(state)
+    def _tune(self, state: SearchState, taken: set[Candidate], plan: Plan) -> Proposal | None:
+        """The specialists, in the bandit's order, propose children of the plan's parent; the first with
+        an allowed new child acts, and the planner keeps the child its policy prefers that stays near
+        the parent when refining the best (far from everything tried otherwise)."""
+        parent, why = plan.parent, plan.why
+        assert parent is not None
         tried: set[str] = set()
         while (specialist := self.planner.choose_specialist(state, parent, tried)) is not None:
             tried.add(specialist.name)
@@ -112,11 +116,12 @@ class AgentStrategy(Strategy):
                         continue
                 options.append(child)
             if options:
-                def score(c):
-                    # close to the parent when refining the best; far from everything tried otherwise
+                weight = -LOCALITY_WEIGHT if why == EXPLOIT else NOVELTY_WEIGHT
+
+                def score(c: Candidate, specialist: Specialist = specialist) -> float:
                     novelty = min((c.distance(t) for t in taken), default=0)
-                    weight = -LOCALITY_WEIGHT if why == EXPLOIT else NOVELTY_WEIGHT
                     return specialist.preference(c, parent, state.space) + weight * novelty
+
                 child = max(options, key=score)
                 note = why + (", noisy" if temperature > 1 else "")
                 return Proposal(child, specialist=specialist.name, parent=parent, note=note)

@@ -42,12 +42,14 @@ from sandbox import (
 
 from .check import check
 from .llm.settings import LLMConfigError, load_llm_config
+from .optimize.run_config import LLMSettings
 from .optimize.session import (
+    Hooks,
     OptimizeInputError,
+    OptimizeOptions,
     execute,
-    find_run,
-    new_config,
-    run_folder,
+    new_run,
+    resume_run,
 )
 from .render import show_outcome
 from .task import TaskError, discover, load_task
@@ -345,15 +347,15 @@ def optimize(
     (--llm or KAGENT_LLM_MODEL), it also writes and repairs kernels; see the README.
     """
     from .optimize.executors import ExecutorError
-    from .optimize.loop import RunConfig, RunFolderError
+    from .optimize.run_config import RunFolderError
     from .optimize.store import JournalError
 
     _check_positive(time_limit=time_limit, budget_ms=budget_ms)
     run_dir, created = None, False
     try:
         if resume:
-            run_dir = find_run(out, resume)
-            config = RunConfig.load(run_dir)
+            run = resume_run(out, resume)
+            run_dir, config = run.folder, run.config
             if budget is not None:
                 config.budget = budget
             if time_limit is not None:
@@ -364,14 +366,16 @@ def optimize(
         else:
             if task_file is None:
                 _fail(2, "give a task file (or --resume RUN)")
-            llm_settings, llm_url = ({}, None) if no_llm else _llm_settings(llm, llm_base_url, llm_budget, llm_every)
-            config = new_config(task_file, out, strategy, seed, 40 if budget is None else budget, batch, executor,
-                                recording, time_limit, warm_start, device, _notice, _parse_knobs(fix),
-                                llm_settings)
-            run_dir, created = run_folder(out, config), True
+            llm_settings, llm_url = (None, None) if no_llm else _llm_settings(llm, llm_base_url, llm_budget, llm_every)
+            options = OptimizeOptions(task_file=task_file, out=out, strategy=strategy, seed=seed,
+                                      budget=40 if budget is None else budget, batch=batch, executor=executor,
+                                      recording=recording, time_limit_s=time_limit, warm_start=warm_start,
+                                      device=device, pins=_parse_knobs(fix), llm=llm_settings)
+            run = new_run(options, _notice)
+            run_dir, config, created = run.folder, run.config, True
         with _optimize_progress(config) as (on_start, on_batch):
-            result = execute(config, run_dir, out, device, Settings(budget_ms=budget_ms), on_start, on_batch,
-                             notice=_notice, llm_url=llm_url)
+            result = execute(run, Settings(budget_ms=budget_ms), Hooks(on_start, on_batch, _notice), device=device,
+                             llm_url=llm_url)
     except (TaskError, KernelError, DirectiveError, OptimizeInputError, BaselineFailed, LLMConfigError,
             JournalError, RunFolderError) as exc:
         _discard_unstarted(run_dir, created)
@@ -400,15 +404,15 @@ def _discard_unstarted(run_dir: Path | None, created: bool) -> bool:
 
 
 def _llm_settings(model: str | None, base_url: str | None, budget: int | None,
-                  every: int) -> tuple[dict, str | None]:
+                  every: int) -> tuple[LLMSettings | None, str | None]:
     """The LLM part of a run's settings (flags first, then environment, then the config file), and the
     endpoint to call. The settings are stored (run.json, report.md): they hold the URL without any
     credentials; the URL as given is only used, never written."""
     config = load_llm_config(model=model, base_url=base_url, token_budget=budget)
     if config is None:
-        return {}, None
-    settings = {"llm_model": config.model, "llm_token_budget": config.token_budget, "llm_every": every,
-                "llm_base_url": config.display_url}
+        return None, None
+    settings = LLMSettings(model=config.model, base_url=config.display_url, token_budget=config.token_budget,
+                           every=every)
     return settings, config.base_url
 
 
@@ -417,15 +421,16 @@ def _resume_llm(config, no_llm: bool, model: str | None, base_url: str | None, b
     --llm-base-url and --llm-budget replace what run.json says. Returns the endpoint to call: the run's,
     unless another is given now (credentials are never stored, so they come from the flag or the
     environment again)."""
-    if no_llm or not (model or config.llm_model):
-        config.llm_model = None
+    before = config.llm
+    if no_llm or not (model or before):
+        config.llm = None
         return None
-    settings, url = _llm_settings(model or config.llm_model, base_url,
-                                  budget if budget is not None else config.llm_token_budget, config.llm_every)
-    if base_url is None and settings.get("llm_base_url") != config.llm_base_url:
-        settings["llm_base_url"] = url = config.llm_base_url  # the environment names another endpoint: keep the run's
-    config.llm_model, config.llm_base_url = settings["llm_model"], settings["llm_base_url"]
-    config.llm_token_budget = settings["llm_token_budget"]
+    settings, url = _llm_settings(model or before.model, base_url,
+                                  budget if budget is not None else (before.token_budget if before else None),
+                                  before.every if before else 2)
+    if base_url is None and before is not None and settings is not None and settings.base_url != before.base_url:
+        settings.base_url = url = before.base_url  # the environment names another endpoint: keep the run's
+    config.llm = settings
     return url
 
 
@@ -532,6 +537,7 @@ def bench(
     from .bench.options import (
         BenchConfig,
         BenchInputError,
+        BenchOptions,
         bench_folder,
         find_bench,
         finished,
@@ -555,10 +561,12 @@ def bench(
             if optimize_tasks and kernels is not None:
                 _fail(2, "--optimize and --kernels do different things: choose one")
             mode = "optimize" if optimize_tasks else "kernels" if kernels is not None else "as-written"
-            llm_settings, llm_url = ({}, None) if no_llm or mode != "optimize" else \
+            llm_settings, llm_url = (None, None) if no_llm or mode != "optimize" else \
                 _llm_settings(llm, llm_base_url, None, 2)
-            config = new_config([str(p) for p in paths or []], mode, kernels, budget, strategy, seed, executor, gpus,
-                                budget_ms, llm_settings, notice=_notice)
+            options = BenchOptions(paths=[str(p) for p in paths or []], mode=mode, kernels=kernels, budget=budget,
+                                   strategy=strategy, seed=seed, executor=executor, gpus=gpus, budget_ms=budget_ms,
+                                   llm=llm_settings)
+            config = new_config(options, notice=_notice)
             run_dir = bench_folder(out, config)
         bench_run = Bench(config, run_dir, llm_url)
         progress = _bench_progress(config, total=len(bench_run.tasks), done=len(finished(run_dir)))

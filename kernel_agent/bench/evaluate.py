@@ -12,11 +12,11 @@ from sandbox import GpuWorker, Interrupted, KernelError, Outcome, Settings, Stat
 
 from ..check import check
 from ..optimize.executors import ReplayExecutor
-from ..optimize.loop import RunConfig
-from ..optimize.session import execute, new_config, run_folder
+from ..optimize.session import Hooks, OptimizeOptions, execute, new_run, resume_run
 from ..optimize.space import Space
 from ..recording import recording_path
 from ..task import Task
+from .options import BenchConfig
 from .results import TaskResult
 
 REPLAY_ARCH = "sm_90"  # the recordings' GPU
@@ -82,29 +82,27 @@ def ready_made(task: Task, level: str, folder: Path, lane: Lane) -> TaskResult:
     return task_result(task, level, "kernels", str(path), outcome, lane, replayed, started=started)
 
 
-def optimized(task: Task, task_file: Path, level: str, lane: Lane, folder: Path, budget: int, strategy: str,
-              seed: int, llm: dict, notice: Notice, on_batch=None, llm_url: str | None = None) -> TaskResult:
-    """`kagent optimize` within the budget; the winner re-measured beside the baseline and the library.
-    A run folder left by an interrupted bench is resumed from its journal."""
+def optimized(task: Task, task_file: Path, level: str, lane: Lane, folder: Path, bench: BenchConfig, hooks: Hooks,
+              llm_url: str | None = None) -> TaskResult:
+    """`kagent optimize` within the bench's budget; the winner re-measured beside the baseline and the
+    library. A run folder left by an interrupted bench is resumed from its journal."""
     started = time.perf_counter()
     earlier = sorted((folder / task.name).glob("*/run.json"))
     if earlier:
-        run_dir = earlier[0].parent
-        config = RunConfig.load(run_dir)
-        config.budget = budget
+        run = resume_run(folder, str(earlier[0].parent))
+        run.config.budget = bench.budget
     else:
-        executor = "gpu" if lane.device is not None else "replay"
-        config = new_config(task_file, folder, strategy, seed, budget, 4, executor, None, None, True,
-                            lane.device or 0, notice, llm=llm)
-        run_dir = run_folder(folder, config)
-    worker = lane.gpu() if config.executor == "gpu" else None
-    result = execute(config, run_dir, folder, lane.device or 0, lane.settings, on_batch=on_batch, notice=notice,
-                     worker=worker, llm_url=llm_url)
+        options = OptimizeOptions(task_file=task_file, out=folder, strategy=bench.strategy, seed=bench.seed,
+                                  budget=bench.budget, executor="gpu" if lane.device is not None else "replay",
+                                  device=lane.device or 0, llm=bench.llm)
+        run = new_run(options, hooks.notice)
+    worker = lane.gpu() if run.config.executor == "gpu" else None
+    result = execute(run, lane.settings, hooks, worker=worker, llm_url=llm_url)
     best = result.best
     outcome = result.final if result.final is not None else result.baseline
     label = best.candidate.label() if best else "baseline"
-    kernel = f"{label} ({run_dir.relative_to(folder.parent)}/best.cu)"
-    return task_result(task, level, "optimize", kernel, outcome, lane, config.executor == "replay",
+    kernel = f"{label} ({run.folder.relative_to(folder.parent)}/best.cu)"
+    return task_result(task, level, "optimize", kernel, outcome, lane, run.config.executor == "replay",
                        evaluations=len(result.state.attempts), started=started)
 
 

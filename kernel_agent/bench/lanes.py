@@ -16,6 +16,7 @@ import numpy as np
 from sandbox import Interrupted, Outcome, SandboxError, Settings, Status, nvrtc_version
 
 from ..files import write_atomic
+from ..optimize.session import Hooks
 from ..recording import load, recording_path
 from ..task import Task
 from .evaluate import Lane, as_written, optimized, ready_made, task_result
@@ -117,9 +118,8 @@ class Bench:
                     if self.stopping.is_set():  # between two batches: the journal holds the last one
                         raise Interrupted(task.name)
                     self.on_event(lane.name, f"{task.name} (optimize {len(state.attempts)}/{self.config.budget})")
-                return optimized(task, file, level, lane, self.run_dir / "optimize", self.config.budget,
-                                 self.config.strategy, self.config.seed, self.config.llm,
-                                 lambda text: self.notice(f"{task.name}: {text}"), progress, self.llm_url)
+                hooks = Hooks(on_batch=progress, notice=lambda text: self.notice(f"{task.name}: {text}"))
+                return optimized(task, file, level, lane, self.run_dir / "optimize", self.config, hooks, self.llm_url)
             return as_written(task, level, lane)
         except Exception as exc:  # noqa: BLE001 - one task's failure must not stop the others
             if self.stopping.is_set():  # a consequence of the stop, not the task's failure

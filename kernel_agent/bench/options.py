@@ -4,14 +4,17 @@ results it has finished."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from sandbox import gpu_count
 
 from ..files import new_folder, write_atomic
 from ..optimize.executors import ExecutorError
+from ..optimize.run_config import LLMSettings
 from ..optimize.session import EXECUTORS, check_strategy
 from ..task import Task, load_suite
 from .results import TaskResult
@@ -34,7 +37,16 @@ class BenchConfig(BaseModel):
     executor: str = Field(description="gpu or replay")
     gpus: list[int] = Field(default_factory=list)
     budget_ms: float = 200.0
-    llm: dict = Field(default_factory=dict)
+    llm: LLMSettings | None = None
+
+    @field_validator("llm", mode="before")
+    @classmethod
+    def _older_bench_json(cls, value: Any) -> Any:
+        """bench.json written before the LLM settings were typed held a flat dict ({} for none)."""
+        if isinstance(value, dict) and ("llm_model" in value or not value):
+            flat = {key: value.get(f"llm_{key}") for key in ("model", "base_url", "token_budget", "every")}
+            return {k: v for k, v in flat.items() if v is not None} if flat["model"] else None
+        return value
 
     def save(self, run_dir: Path) -> None:
         write_atomic(run_dir / "bench.json", self.model_dump_json(indent=1).encode())
@@ -61,23 +73,36 @@ def finished(run_dir: Path) -> dict[str, TaskResult]:
     return {p.stem: TaskResult.model_validate_json(p.read_text()) for p in sorted(folder.glob("*.json"))}
 
 
-def new_config(paths: list[str], mode: str, kernels: Path | None, budget: int, strategy: str, seed: int,
-               executor: str, gpus: str | None, budget_ms: float, llm: dict,
-               notice=print) -> BenchConfig:
+class BenchOptions(BaseModel):
+    """What a user chooses for a new bench (`kagent bench`'s options)."""
+
+    paths: list[str]
+    mode: str = Field("as-written", description="as-written | kernels | optimize")
+    kernels: Path | None = None
+    budget: int = Field(40, ge=1)
+    strategy: str = "agent"
+    seed: int = Field(0, ge=0)
+    executor: str = "auto"
+    gpus: str | None = Field(None, description="GPU indices as given, e.g. 0,1 (None: every visible GPU)")
+    budget_ms: float = Field(200.0, gt=0)
+    llm: LLMSettings | None = None
+
+
+def new_config(options: BenchOptions, notice: Callable[[str], None] = print) -> BenchConfig:
     """Check the user's choices (BenchInputError says what to change) and pick the lanes."""
-    if not paths:
+    if not options.paths:
         raise BenchInputError("give a suite folder or task files, e.g. `kagent bench tasks/level1` (or --resume RUN)")
-    suite_tasks(paths)
-    if mode == "kernels" and (kernels is None or not kernels.is_dir()):
+    suite_tasks(options.paths)
+    kernels = options.kernels
+    if options.mode == "kernels" and (kernels is None or not kernels.is_dir()):
         raise BenchInputError(f"--kernels {kernels}: not a folder (it should hold one TASK.cu per task)")
-    if budget < 1:
-        raise BenchInputError(f"--budget must be at least 1 evaluation, got {budget}")
-    if mode == "optimize":
-        check_strategy(strategy, llm.get("llm_model"))
-    if executor not in EXECUTORS:
-        raise BenchInputError(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
+    if options.mode == "optimize":
+        check_strategy(options.strategy, options.llm)
+    if options.executor not in EXECUTORS:
+        raise BenchInputError(f"--executor must be one of {', '.join(EXECUTORS)}, got {options.executor!r}")
     visible = gpu_count()
-    devices = parse_gpus(gpus, visible)
+    devices = parse_gpus(options.gpus, visible)
+    executor = options.executor
     if executor == "auto":
         executor = "gpu" if visible else "replay"
         if executor == "replay":
@@ -85,9 +110,11 @@ def new_config(paths: list[str], mode: str, kernels: Path | None, budget: int, s
                    "measurements of this run; kernels without a recording are only compiled)")
     if executor == "gpu" and not visible:
         raise ExecutorError("--executor gpu: no CUDA GPU found on this machine (try --executor replay)")
-    return BenchConfig(run_id=f"{mode}-{time.strftime('%Y%m%d-%H%M%S')}", paths=[str(p) for p in paths], mode=mode,
-                       kernels=str(kernels) if kernels else None, budget=budget, strategy=strategy, seed=seed,
-                       executor=executor, gpus=devices if executor == "gpu" else [], budget_ms=budget_ms, llm=llm)
+    return BenchConfig(run_id=f"{options.mode}-{time.strftime('%Y%m%d-%H%M%S')}", paths=options.paths,
+                       mode=options.mode, kernels=str(kernels) if kernels else None, budget=options.budget,
+                       strategy=options.strategy, seed=options.seed, executor=executor,
+                       gpus=devices if executor == "gpu" else [], budget_ms=options.budget_ms,
+                       llm=options.llm if options.mode == "optimize" else None)
 
 
 def parse_gpus(text: str | None, visible: int) -> list[int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -15,49 +15,9 @@ from ..files import write_atomic
 from ..seams import Attempt, Candidate, SearchState, Strategy
 from .knowledge import KnowledgeBase
 from .rewards import rank_rewards
+from .run_config import RunConfig
 from .space import Space
 from .store import Journal, Store
-
-
-@dataclass
-class RunConfig:
-    """Everything that defines a run; saved as run.json so `--resume` continues it unchanged."""
-
-    run_id: str
-    task_file: str
-    task: str
-    family: str
-    arch: str
-    strategy: str = "agent"
-    seed: int = 0
-    budget: int = 40
-    batch: int = 4
-    executor: str = "gpu"
-    recording: str | None = None
-    time_limit_s: float | None = None
-    warm_start: bool = True
-    generic: bool = True
-    pins: dict[str, str] = field(default_factory=dict)
-    llm_model: str | None = None  # with an LLM (agent strategy): its model, endpoint and token budget
-    llm_base_url: str | None = None
-    llm_token_budget: int | None = None
-    llm_every: int = 2
-
-    def save(self, run_dir: Path) -> None:
-        write_atomic(run_dir / "run.json", json.dumps(asdict(self), indent=1).encode())
-
-    @classmethod
-    def load(cls, run_dir: Path) -> "RunConfig":
-        path = run_dir / "run.json"
-        try:
-            return cls(**json.loads(path.read_text()))
-        except (OSError, ValueError, TypeError) as exc:
-            raise RunFolderError(f"{path}: not a run's settings kagent can read ({type(exc).__name__}: {exc}); "
-                                 "the run folder is damaged") from None
-
-
-class RunFolderError(ValueError):
-    """A run folder that cannot be resumed (its run.json is damaged); the message names the file."""
 
 
 @dataclass

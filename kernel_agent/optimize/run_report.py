@@ -116,7 +116,7 @@ def _llm_section(llm, config) -> list[str]:
     if llm is None:
         return []
     lines = ["", "## LLM", "",
-             f"- model `{config.llm_model}` at {config.llm_base_url or 'the default OpenAI endpoint'}: "
+             f"- model `{config.llm.model}` at {config.llm.base_url or 'the default OpenAI endpoint'}: "
              f"{llm.calls} calls, {llm.client.tokens_used} tokens; prompts and answers in `trajectory.jsonl`"]
     if not llm.enabled:
         lines.append(f"- switched off during the run: {llm.disabled_reason} (the offline specialists carried on)")

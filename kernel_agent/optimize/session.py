@@ -1,20 +1,26 @@
-"""Set up an optimise run from user choices: task, executor, strategy, folders; or resume one."""
+"""Set up an optimise run from the user's options (or resume one), then run it: the task is loaded once
+and handed along; the executor, strategy, policies, model and store are made here."""
 
 from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+
+from pydantic import BaseModel, Field
 
 from sandbox import GpuWorker, Settings, detect_arch, target_arch
 
 from ..files import new_folder
 from ..recording import recording_path
-from ..task import load_task
+from ..seams import Attempt, Executor, Proposer, SearchState, Strategy
+from ..task import Task, load_task
 from .executors import ExecutorError, GpuExecutor, ReplayExecutor
-from .loop import RunConfig, RunResult, search
+from .loop import RunResult, search
 from .policy import PolicyBook, PolicyError
+from .run_config import LLMSettings, RunConfig
 from .run_report import write_outputs
 from .space import Space
 from .store import Store
@@ -27,60 +33,89 @@ class OptimizeInputError(ValueError):
     """Bad user input: the message says what to change (exit code 2)."""
 
 
-def check_strategy(strategy: str, llm_model: str | None) -> None:
+class OptimizeOptions(BaseModel):
+    """What a user chooses for a new run (`kagent optimize`'s options)."""
+
+    task_file: Path
+    out: Path = Path("results")
+    strategy: str = "agent"
+    seed: int = Field(0, ge=0)
+    budget: int = Field(40, ge=1, description="evaluations, the baseline included")
+    batch: int = Field(4, ge=1)
+    executor: str = "auto"
+    recording: Path | None = None
+    time_limit_s: float | None = Field(None, gt=0)
+    warm_start: bool = True
+    device: int = 0
+    pins: dict[str, str] = Field(default_factory=dict)
+    llm: LLMSettings | None = None
+
+
+@dataclass
+class Run:
+    """A run ready to go or to resume: its settings, its folder, the results folder, its task."""
+
+    config: RunConfig
+    folder: Path
+    out: Path
+    task: Task
+
+
+@dataclass
+class Hooks:
+    """What a run tells its caller: when it starts, after each batch, and notices along the way."""
+
+    on_start: Callable[[RunConfig, Space, Executor, Strategy], None] | None = None
+    on_batch: Callable[[SearchState, list[Attempt]], None] | None = None
+    notice: Callable[[str], None] = print
+
+
+def check_strategy(strategy: str, llm: LLMSettings | None) -> None:
     if strategy not in STRATEGIES:
         raise OptimizeInputError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
-    if llm_model and strategy != "agent":
+    if llm is not None and strategy != "agent":
         raise OptimizeInputError(f"--llm drives the agent's planner and specialists: use --strategy agent, not {strategy}")
 
 
-def new_config(task_file: Path, out: Path, strategy: str, seed: int, budget: int, batch: int,
-               executor: str, recording: Path | None, time_limit_s: float | None, warm_start: bool,
-               device: int, notice: Callable[[str], None], pins: dict[str, str] | None = None,
-               llm: dict | None = None) -> RunConfig:
-    if budget < 1:
-        raise OptimizeInputError(f"--budget must be at least 1 evaluation, got {budget}")
-    if batch < 1:
-        raise OptimizeInputError(f"--batch must be at least 1, got {batch}")
-    if executor not in EXECUTORS:
-        raise OptimizeInputError(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
-    llm = llm or {}
-    check_strategy(strategy, llm.get("llm_model"))
-    task = load_task(task_file)
+def new_run(options: OptimizeOptions, notice: Callable[[str], None] = print) -> Run:
+    """Check the options, pick the executor, and make the run's folder (OUT/TASK/RUN)."""
+    if options.executor not in EXECUTORS:
+        raise OptimizeInputError(f"--executor must be one of {', '.join(EXECUTORS)}, got {options.executor!r}")
+    check_strategy(options.strategy, options.llm)
+    task = load_task(options.task_file)
+    executor = options.executor
     if executor == "auto":
-        executor = "gpu" if detect_arch(device) is not None else "replay"
+        executor = "gpu" if detect_arch(options.device) is not None else "replay"
         if executor == "replay":
             notice(f"no CUDA GPU found: replaying the recorded H200 sweep of {task.name} "
                    "(timings are recordings, not measurements of this run); --executor gpu needs a GPU")
-    elif executor == "gpu" and detect_arch(device) is None:
+    elif executor == "gpu" and detect_arch(options.device) is None:
         raise ExecutorError("--executor gpu: no CUDA GPU found on this machine (try --executor replay)")
-    rec = recording_path(task.name, recording) if executor == "replay" else None
+    rec = recording_path(task.name, options.recording) if executor == "replay" else None
     if rec is not None and not rec.exists():
         raise ExecutorError(f"no recorded sweep for task {task.name} at {rec}: record one on a GPU with "
-                            f"`kagent sweep {task_file} --out {rec}`, or pass --recording FILE")
-    arch = "sm_90" if executor == "replay" else target_arch()
-    run_id = f"{strategy}-s{seed}-{time.strftime('%Y%m%d-%H%M%S')}"
-    return RunConfig(run_id=run_id, task_file=str(task_file), task=task.name, family=task.family or task.name,
-                     arch=arch, strategy=strategy, seed=seed, budget=budget, batch=batch, executor=executor,
-                     recording=str(rec) if rec else None, time_limit_s=time_limit_s, warm_start=warm_start,
-                     generic=executor == "gpu", pins=dict(pins or {}), **llm)
-
-
-def run_folder(out: Path, config: RunConfig) -> Path:
+                            f"`kagent sweep {options.task_file} --out {rec}`, or pass --recording FILE")
+    config = RunConfig(
+        run_id=f"{options.strategy}-s{options.seed}-{time.strftime('%Y%m%d-%H%M%S')}",
+        task_file=str(options.task_file), task=task.name, family=task.family or task.name,
+        arch="sm_90" if executor == "replay" else target_arch(), strategy=options.strategy, seed=options.seed,
+        budget=options.budget, batch=options.batch, executor=executor, recording=str(rec) if rec else None,
+        time_limit_s=options.time_limit_s, warm_start=options.warm_start, generic=executor == "gpu",
+        pins=dict(options.pins), llm=options.llm)
     try:
-        folder = new_folder(out / config.task, config.run_id)
+        folder = new_folder(options.out / config.task, config.run_id)
     except OSError as exc:
-        raise OptimizeInputError(f"--out {out}: cannot write there ({exc.strerror or exc})") from None
+        raise OptimizeInputError(f"--out {options.out}: cannot write there ({exc.strerror or exc})") from None
     config.run_id = folder.name
-    return folder
+    return Run(config, folder, options.out, task)
 
 
-def find_run(out: Path, resume: str) -> Path:
-    """A run folder given as a path, or as a run id under OUT/<task>/."""
-    candidates = [Path(resume), *sorted(out.glob(f"*/{resume}"))]
-    for folder in candidates:
+def resume_run(out: Path, resume: str) -> Run:
+    """A run folder given as a path, or as a run id under OUT/<task>/, with its settings and task."""
+    for folder in [Path(resume), *sorted(out.glob(f"*/{resume}"))]:
         if (folder / "run.json").is_file():
-            return folder
+            config = RunConfig.load(folder)
+            return Run(config, folder, out, load_task(config.task_file))
     raise OptimizeInputError(f"--resume {resume}: no run folder with a run.json (looked at {resume} and {out}/*/{resume})")
 
 
@@ -99,67 +134,68 @@ def pin_knobs(space: Space, pins: dict[str, str]) -> None:
             ks.knobs[name] = knob.model_copy(update={"values": [value]})
 
 
-def _llm_proposer(config: RunConfig, task, space: Space, run_dir: Path, notice: Callable[[str], None],
-                  url: str | None):
-    if not config.llm_model:
-        return None
-    from ..llm.client import LLMClient
-    from ..llm.proposer import LLMProposer
-    from ..llm.settings import load_llm_config
-
-    llm_config = load_llm_config(model=config.llm_model, base_url=url or config.llm_base_url,
-                                 token_budget=config.llm_token_budget)
-    proposer = LLMProposer(LLMClient(llm_config), task, space, run_dir, generic=config.generic, arch=config.arch,
-                           notice=notice)
-    if config.time_limit_s is not None:  # no model call outlives the run's time limit
-        proposer.deadline = time.monotonic() + config.time_limit_s
-    return proposer
-
-
-def execute(config: RunConfig, run_dir: Path, out: Path, device: int = 0, settings: Settings | None = None,
-            on_start: Callable | None = None, on_batch: Callable | None = None,
-            notice: Callable[[str], None] = print, worker: GpuWorker | None = None,
-            llm_url: str | None = None) -> RunResult:
-    """Run (or resume) the search; on a GPU, in `worker` if given (left open), else in a new one.
-    `llm_url`: the LLM endpoint as given (with any credentials); run.json keeps it without them."""
-    task = load_task(config.task_file)
-    space = Space.of_task(task, generic=config.generic)
+def execute(run: Run, settings: Settings | None = None, hooks: Hooks | None = None,
+            worker: GpuWorker | None = None, device: int = 0, llm_url: str | None = None) -> RunResult:
+    """Run (or resume) the search; on a GPU, in `worker` if given (left open), else in a new one on
+    `device`. `llm_url`: the model's endpoint as given (with any credentials; run.json has none)."""
+    config, hooks = run.config, hooks or Hooks()
+    space = Space.of_task(run.task, generic=config.generic)
     pin_knobs(space, config.pins)
-    config.save(run_dir)
-    policy_path = PolicyBook.path(out / "policies", config.arch, config.family)
-    policies = _warm_start_policies(config, policy_path, run_dir, notice)
+    config.save(run.folder)
+    policy_path = PolicyBook.path(run.out / "policies", config.arch, config.family)
+    policies = _warm_start_policies(config, policy_path, run.folder, hooks.notice)
     start = copy.deepcopy(policies)
-    llm = _llm_proposer(config, task, space, run_dir, notice, llm_url)
-    strategy = make_strategy(config.strategy, policies=policies, llm=llm, llm_every=config.llm_every) \
+    llm = _llm_proposer(run, space, hooks.notice, llm_url)
+    strategy = make_strategy(config.strategy, policies=policies, llm=llm,
+                             llm_every=config.llm.every if config.llm else 2) \
         if config.strategy == "agent" else make_strategy(config.strategy)
-    store = Store(out / "kagent.sqlite", notice)
+    store = Store(run.out / "kagent.sqlite", hooks.notice)
     own_worker = None
     try:
+        executor: Executor
         if config.executor == "gpu":
             if worker is None:
                 worker = own_worker = GpuWorker(device)
-            executor = GpuExecutor(task, space, worker, config.arch, settings or Settings(budget_ms=200))
+            executor = GpuExecutor(run.task, space, worker, config.arch, settings or Settings(budget_ms=200))
         else:
-            executor = ReplayExecutor(task, space, Path(config.recording))
+            executor = ReplayExecutor(run.task, space, Path(config.recording or ""))
             for label in executor.stale:
-                notice(f"kernel {label} changed since {config.recording} was recorded: it is compiled for real "
-                       "and not run here")
-        if on_start:
-            on_start(config, space, executor, strategy)
-        result = search(config, space, executor, strategy, run_dir, store, on_batch)
+                hooks.notice(f"kernel {label} changed since {config.recording} was recorded: it is compiled for "
+                             "real and not run here")
+        if hooks.on_start:
+            hooks.on_start(config, space, executor, strategy)
+        result = search(config, space, executor, strategy, run.folder, store, hooks.on_batch)
     finally:
         store.close()
         if own_worker is not None:
             own_worker.close()
-    write_outputs(result, space, run_dir, strategy)  # the results first: a policies folder may be unwritable
+    write_outputs(result, space, run.folder, strategy)  # the results first: a policies folder may be unwritable
     if config.strategy == "agent":
         policies.runs += 1
         try:
             policies.merge_into(policy_path, start)
         except OSError as exc:
-            notice(f"the learned policies were not saved to {policy_path} ({exc.strerror or exc}); the run's "
-                   "results are complete")
+            hooks.notice(f"the learned policies were not saved to {policy_path} ({exc.strerror or exc}); the "
+                         "run's results are complete")
     return result
+
+
+def _llm_proposer(run: Run, space: Space, notice: Callable[[str], None], url: str | None) -> Proposer | None:
+    settings = run.config.llm
+    if settings is None:
+        return None
+    from ..llm.client import LLMClient
+    from ..llm.proposer import LLMProposer
+    from ..llm.settings import load_llm_config
+
+    llm_config = load_llm_config(model=settings.model, base_url=url or settings.base_url,
+                                 token_budget=settings.token_budget)
+    assert llm_config is not None  # a model is named
+    proposer = LLMProposer(LLMClient(llm_config), run.task, space, run.folder, generic=run.config.generic,
+                           arch=run.config.arch, notice=notice)
+    if run.config.time_limit_s is not None:  # no model call outlives the run's time limit
+        proposer.deadline = time.monotonic() + run.config.time_limit_s
+    return proposer
 
 
 def _warm_start_policies(config: RunConfig, policy_path: Path, run_dir: Path,

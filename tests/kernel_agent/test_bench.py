@@ -259,4 +259,4 @@ def test_optimize_with_an_llm_endpoint(tmp_path):
     (run_dir,) = (bench_dir(tmp_path) / "optimize" / "bias_gelu").iterdir()
     calls = [json.loads(line) for line in (run_dir / "trajectory.jsonl").read_text().splitlines()]
     assert asked >= 1 and calls and calls[0]["parsed"] == "none"
-    assert json.loads((bench_dir(tmp_path) / "bench.json").read_text())["llm"]["llm_model"] == "test-model"
+    assert json.loads((bench_dir(tmp_path) / "bench.json").read_text())["llm"]["model"] == "test-model"

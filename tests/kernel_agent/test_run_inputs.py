@@ -237,5 +237,17 @@ def test_resume_honours_no_llm_and_a_new_endpoint(tmp_path):
     assert "hunter2-secret" not in stored and "http://127.0.0.1:9/v1" in stored
     result = kagent("optimize", "--resume", run_dir, "--out", tmp_path, "--budget", 10, "--no-llm", **env)
     assert result.exit_code == 0, result.output
-    assert json.loads((run_dir / "run.json").read_text())["llm_model"] is None
+    assert json.loads((run_dir / "run.json").read_text())["llm"] is None
     assert "LLM failed" not in result.output  # nothing was asked
+
+
+def test_a_run_json_from_before_the_typed_llm_settings_still_resumes(tmp_path):
+    from kernel_agent.optimize.run_config import RunConfig
+
+    flat = {"run_id": "r", "task_file": "t.yaml", "task": "t", "family": "f", "arch": "sm_90",
+            "llm_model": "m", "llm_base_url": "http://127.0.0.1:9/v1", "llm_token_budget": None, "llm_every": 3}
+    (tmp_path / "run.json").write_text(json.dumps(flat))
+    config = RunConfig.load(tmp_path)
+    assert config.llm is not None and (config.llm.model, config.llm.every) == ("m", 3)
+    (tmp_path / "run.json").write_text(json.dumps({**flat, "llm_model": None}))
+    assert RunConfig.load(tmp_path).llm is None

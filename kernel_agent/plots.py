@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,6 +70,11 @@ class RooflinePoint:
 def _ok(v: float | None) -> TypeGuard[float]:
     """A usable measurement: a positive finite number."""
     return v is not None and math.isfinite(v) and v > 0
+
+
+def _wrap(label: str) -> str:
+    """A legend label in lines of 40 characters at most: a candidate's knobs make long ones."""
+    return textwrap.fill(label, 40, break_on_hyphens=False)
 
 
 def _write(path: Path, size: tuple[float, float], draw: Callable[[Figure], None]) -> bool:
@@ -242,12 +248,12 @@ def _draw_roofline(fig: Figure, points: list[RooflinePoint], bw: float, peak: fl
     handles: list[Line2D] = []
     for p, x, y, (colour, marker) in zip(full, xs, ys, looks):
         handles += ax.plot(x, y, marker, color=colour, ms=8, mec="black", mew=0.5, ls="none",
-                           label=f"{p.label} ({y / min(bw * x, peak):.0%} of roof)")
+                           label=_wrap(f"{p.label} ({y / min(bw * x, peak):.0%} of roof)"))
     if bytes_only:
         handles += _bytes_panel(fig.add_subplot(grid[1]), bytes_only, looks[len(full):], bw)
     unplaced = [p.label for p in points if p not in full and p not in bytes_only]
     if unplaced:
-        handles.append(Line2D([], [], ls="none", label="not placed (no byte count): " + ", ".join(unplaced)))
+        handles.append(Line2D([], [], ls="none", label=_wrap("not placed (no byte count): " + ", ".join(unplaced))))
     if handles:
         fig.legend(handles=handles, loc="outside right upper", fontsize=8)
     ax.text(x_hi / 1.2, peak * 1.15, f"fp32 FMA {peak:,.0f} GFLOP/s", ha="right", va="bottom", fontsize=8)
@@ -268,7 +274,7 @@ def _bytes_panel(ax: Axes, points: list[RooflinePoint], looks: list, bw: float) 
     for i, (p, v, (colour, marker)) in enumerate(zip(points, gbps, looks)):
         ax.plot(i, v, marker, color=colour, ms=8, mec="black", mew=0.5)
         handles.append(Line2D([], [], marker=marker, ls="none", ms=8, color=colour, mec="black", mew=0.5,
-                              label=f"{p.label} ({v / bw:.0%} of bandwidth)"))
+                              label=_wrap(f"{p.label} ({v / bw:.0%} of bandwidth)")))
     ax.axhline(bw, color="black", lw=2)
     ax.text(-0.5, bw * 1.01, "copy bandwidth", fontsize=8, va="bottom")
     ax.set(xticks=[], ylim=(0, max([*gbps, bw]) * 1.15), xlim=(-0.6, max(len(points), 3) - 0.4),

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from ..files import write_atomic
-from ..plot import speedup_bars_png
+from ..plots import TaskBar, speedups_png
 from .results import BenchMetrics, TaskResult, metrics, metrics_by_level
 
 FORMAT = "kagent-bench/1"
@@ -27,8 +27,8 @@ def write_report(run_dir: Path, results: list[TaskResult], environment: dict, ti
     write_atomic(run_dir / "results.json", results_json(results, m, environment, title, unfinished).encode())
     write_atomic(run_dir / "results.csv", results_csv(results).encode())
     write_atomic(run_dir / "report.md", report_markdown(results, m, environment, title, unfinished).encode())
-    speedup_bars_png(run_dir / "speedups.png", [r.task for r in results], [r.speedup for r in results],
-                     [not r.correct for r in results], [r.suspect for r in results], title)
+    speedups_png(run_dir / "speedups.png",
+                 [TaskBar(r.task, r.speedup, r.library_speedup, r.correct, r.suspect) for r in results], title)
 
 
 def results_json(results: list[TaskResult], m: BenchMetrics, environment: dict, title: str,

@@ -6,30 +6,40 @@ from pathlib import Path
 
 from sandbox import Outcome, Timing
 
-from ..plot import progress_png
+from ..plots import ProgressPoint, RooflinePoint, progress_png, roofline_png
 from .loop import RunResult
 from .space import Space
 
-
-def best_speedups(result: RunResult) -> list[float | None]:
-    """Best speedup over the baseline after each evaluation (None until something is correct)."""
-    base = result.baseline.timing.median_ms if result.baseline.timing else None
-    out, best = [], None
-    for a in result.state.attempts:
-        if a.ms is not None and (best is None or a.ms < best):
-            best = a.ms
-        out.append(base / best if base and best else None)
-    return out
+NO_PLOTS = "plots need matplotlib: install kagent[plot]"
 
 
 def write_outputs(result: RunResult, space: Space, run_dir: Path, strategy) -> None:
+    """best.cu, the plots (progress.png, roofline.png where the ceilings were measured) and report.md."""
     best = result.best
     if best is not None:
         (run_dir / "best.cu").write_text(space.self_contained(best.candidate))
-    progress_png(run_dir / "progress.png", best_speedups(result),
-                 [a.ms is None for a in result.state.attempts],
-                 title=f"{result.config.task}: {result.config.strategy} ({result.config.executor})")
-    (run_dir / "report.md").write_text(report_markdown(result, strategy))
+    title = f"{result.config.task}: {result.config.strategy} ({result.config.executor})"
+    base = result.baseline.timing.median_ms if result.baseline.timing else None
+    points = [ProgressPoint(a.number, a.outcome.status.value, base / a.ms if base and a.ms else None)
+              for a in result.state.attempts]
+    plots = progress_png(run_dir / "progress.png", points, title)
+    roofline = plots and _roofline_png(result, run_dir, title)
+    (run_dir / "report.md").write_text(report_markdown(result, strategy, plots, roofline))
+
+
+def _roofline_png(result: RunResult, run_dir: Path, title: str) -> bool:
+    """The baseline and the best kernel against the measured ceilings (none on replay without them)."""
+    best = result.best
+    placed = [(name, o) for name, o in (("baseline", result.baseline),
+                                        (f"best: {best.candidate.label()}" if best else "", result.final))
+              if o is not None and o.roofline is not None and o.timing is not None]
+    ceiling = placed[0][1].roofline if placed else None
+    if ceiling is None or not ceiling.bandwidth_gbps or not ceiling.peak_gflops:
+        return False
+    return roofline_png(run_dir / "roofline.png",
+                        [RooflinePoint(name, o.roofline.flops, o.roofline.bytes_moved, o.timing.median_ms)
+                         for name, o in placed if o.roofline and o.timing],
+                        ceiling.bandwidth_gbps, ceiling.peak_gflops, title)
 
 
 def _ms(t: Timing | None) -> str:
@@ -48,7 +58,7 @@ def _roofline(o: Outcome | None) -> str:
     return "; ".join(parts)
 
 
-def report_markdown(result: RunResult, strategy) -> str:
+def report_markdown(result: RunResult, strategy, plots: bool = True, roofline: bool = False) -> str:
     c, final, best = result.config, result.final, result.best
     lines = [f"# kagent optimize: {c.task}", ""]
     if c.executor == "replay":
@@ -108,7 +118,9 @@ def report_markdown(result: RunResult, strategy) -> str:
                      f"{a.outcome.status.value} | {time} | {speed} |")
     if len(ordered) > 25:
         lines.append(f"| ... | {len(ordered) - 25} more in attempts.jsonl | | | | | |")
-    lines += ["", "![progress](progress.png)", ""]
+    lines += ["", "![progress](progress.png)" if plots else f"({NO_PLOTS})", ""]
+    if roofline:
+        lines += ["![roofline](roofline.png)", ""]
     return "\n".join(lines)
 
 

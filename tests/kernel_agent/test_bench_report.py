@@ -7,12 +7,10 @@ import json
 import math
 import struct
 
-import numpy as np
 import pytest
 
 from kernel_agent.bench.results import TaskResult, metrics, metrics_by_level
 from kernel_agent.bench.suite_report import CSV_COLUMNS, SUSPECT_NOTE, write_report
-from kernel_agent.plot import BARS_HEIGHT, ORANGE, RED, WIDTH, render_bars
 from sandbox import Status
 
 
@@ -149,21 +147,8 @@ def test_the_report_files_hold_the_figures(tmp_path):
     assert "max abs error 0.5 \\| at [3]" in md and "fast_p is the share" in md
 
     width, height = read_png_size((tmp_path / "speedups.png").read_bytes())
-    assert (height, width) == render_bars(["a"] * 5, [None] * 5, [False] * 5, [False] * 5).shape[:2]
-    assert (width, height) == (WIDTH, BARS_HEIGHT)
+    assert (width, height) == (800, 450)  # five tasks: vertical bars (the chart itself: test_plots.py)
     assert not list(tmp_path.glob(".*.tmp"))
-
-
-def test_the_bar_chart_marks_failures_red_and_suspects_orange():
-    def has(img, color):
-        return (img == np.array(color, dtype=np.uint8)).all(axis=2).any()
-
-    plain = render_bars(["a", "b"], [2.0, 0.5], [False, False], [False, False], "t")
-    marked = render_bars(["a", "b", "c"], [2.0, 30.0, None], [False, False, True], [False, True, False])
-    assert not has(plain, RED) and not has(plain, ORANGE) and has(marked, RED) and has(marked, ORANGE)
-    assert render_bars([], [], [], [], "").shape == (BARS_HEIGHT, WIDTH, 3)
-    wide = render_bars([f"t{i}" for i in range(200)], [1.5] * 200, [False] * 200, [False] * 200)
-    assert wide.shape[1] > WIDTH
 
 
 def test_the_published_h200_bench_is_rebuilt_exactly_from_its_task_records(tmp_path):

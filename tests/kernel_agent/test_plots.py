@@ -24,10 +24,12 @@ from kernel_agent.plots import (
     roofline_png,
     speedups_png,
 )
+from kernel_agent.recording import RECORDINGS
 from tests.paths import ROOT
 
-H200 = ROOT / "tests" / "data" / "h200"
-COPY_GBPS, FMA_GFLOPS = 4199.816162320909, 54630.03885538121  # the ceilings recorded in tests/data/h200
+H200 = RECORDINGS  # the recorded sweeps
+BENCH = ROOT / "tests" / "data" / "h200" / "bench_level1_optimize"  # the published bench
+COPY_GBPS, FMA_GFLOPS = 4199.816162320909, 54630.03885538121  # the ceilings recorded in the sweeps
 TAB10 = ["#1f77b4", "#ff7f0e", "#2ca02c"]  # the roofline's first three kernels
 
 
@@ -73,7 +75,7 @@ def softmax_run() -> list[ProgressPoint]:
 
 def bench_bars() -> list[TaskBar]:
     """The published level-1 bench's 15 tasks, as the bench report would hand them over."""
-    tasks = json.loads((H200 / "bench_level1_optimize" / "results.json").read_text())["tasks"]
+    tasks = json.loads((BENCH / "results.json").read_text())["tasks"]
     return [TaskBar(t["task"], t["speedup"], t["library_speedup"], t["status"] == "ok", t["suspect"])
             for t in tasks]
 

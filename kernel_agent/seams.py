@@ -177,9 +177,13 @@ class Strategy(Protocol):
 
 
 class Proposer(Protocol):
-    """Writes new kernels (an LLM): on a plan to rewrite, or to repair one of its kernels that failed."""
+    """Writes new kernels (an LLM): on a plan to rewrite, or to repair one of its kernels that failed.
+    It tells `on_wait` what it is waiting for (None when the answer came), and `usage()` sums it up."""
 
     enabled: bool
+    on_wait: Callable[[str | None], None] | None
+
+    def usage(self) -> str: ...
 
     def propose(self, state: SearchState, plan: Plan) -> Proposal | None: ...
 

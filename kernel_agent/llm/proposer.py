@@ -91,6 +91,9 @@ class LLMProposer:
     def has_repair(self) -> bool:
         return bool(self.repairs)
 
+    def usage(self) -> str:
+        return f"LLM {self.calls} calls, {self.client.tokens_used} tokens" + ("" if self.enabled else " (off)")
+
     def next_repair(self, state: SearchState) -> Proposal | None:
         while self.repairs and self.enabled:
             failed = self.repairs.pop(0)

@@ -15,7 +15,7 @@ from sandbox import GpuWorker, Settings, detect_arch, target_arch
 
 from ..files import new_folder
 from ..recording import recording_path
-from ..seams import Attempt, Executor, Proposer, SearchState, Strategy
+from ..seams import Attempt, Executor, Proposer, SearchState
 from ..task import Task, load_task
 from .executors import ExecutorError, GpuExecutor, ReplayExecutor
 from .loop import RunResult, search
@@ -63,10 +63,12 @@ class Run:
 
 @dataclass
 class Hooks:
-    """What a run tells its caller: when it starts, after each batch, and notices along the way."""
+    """What a run tells its caller: when it starts (its executor and model), after each batch, while it
+    waits for a model's answer, and notices along the way."""
 
-    on_start: Callable[[RunConfig, Space, Executor, Strategy], None] | None = None
+    on_start: Callable[[Executor, Proposer | None], None] | None = None
     on_batch: Callable[[SearchState, list[Attempt]], None] | None = None
+    on_wait: Callable[[str | None], None] | None = None
     notice: Callable[[str], None] = print
 
 
@@ -146,6 +148,8 @@ def execute(run: Run, settings: Settings | None = None, hooks: Hooks | None = No
     policies = _warm_start_policies(config, policy_path, run.folder, hooks.notice)
     start = copy.deepcopy(policies)
     llm = _llm_proposer(run, space, hooks.notice, llm_url)
+    if llm is not None:
+        llm.on_wait = hooks.on_wait
     strategy = make_strategy(config.strategy, policies=policies, llm=llm,
                              llm_every=config.llm.every if config.llm else 2) \
         if config.strategy == "agent" else make_strategy(config.strategy)
@@ -163,7 +167,7 @@ def execute(run: Run, settings: Settings | None = None, hooks: Hooks | None = No
                 hooks.notice(f"kernel {label} changed since {config.recording} was recorded: it is compiled for "
                              "real and not run here")
         if hooks.on_start:
-            hooks.on_start(config, space, executor, strategy)
+            hooks.on_start(executor, llm)
         result = search(config, space, executor, strategy, run.folder, store, hooks.on_batch)
     finally:
         store.close()

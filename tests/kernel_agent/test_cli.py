@@ -72,6 +72,7 @@ def test_running_without_a_gpu_says_so():
     assert result.exit_code == 3 and "--compile-only" in result.output
 
 
+@pytest.mark.slow  # every task's kernels compiled (test_suite.py checks every knob combination, also slow)
 def test_tasks_validate_passes_on_the_repository():
     result = kagent("tasks", "validate", ROOT / "tasks", "--quick")
     assert result.exit_code == 0, result.output

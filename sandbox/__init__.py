@@ -8,17 +8,32 @@ from .calibration import ceilings, roofline
 from .classify import outcome_from_reply
 from .client import GpuWorker, Interrupted, SandboxError
 from .compile_pool import shutdown_compile_pool
-from .compiler import CompileJob, CompileResult, check_flags, compile_many, compile_source
+from .compiler import (
+    CompileJob,
+    CompileResult,
+    check_flags,
+    compile_many,
+    compile_source,
+)
 from .directives import SPECIALISTS, DirectiveError, Directives, Knob
-from .evaluator import NOT_RUN, SUSPECT_FRACTION, BaselineFailed, Built, Evaluator
 from .directives import parse as parse_directives
 from .dtypes import DTYPES
+from .evaluator import NOT_RUN, SUSPECT_FRACTION, BaselineFailed, Built, Evaluator
 from .expr import ExprError, evaluate, evaluate_int
 from .expr import names as expr_names
 from .kernel import MAX_COMBINATIONS, Kernel, KernelError, load_kernel
 from .launch import LaunchPlanError, plan, plan_program
 from .limits import CompileLimits
-from .outcome import SUSPECT, KernelResources, Mismatch, Outcome, Roofline, Status, Timing, trim_log
+from .outcome import (
+    SUSPECT,
+    KernelResources,
+    Mismatch,
+    Outcome,
+    Roofline,
+    Status,
+    Timing,
+    trim_log,
+)
 from .probe import ProbeReport, probe_reference
 from .problem import Buffer, Init, Problem, Program, Reply, Request, Settings, SizeCase
 from .redact import redact, register_secret, strip_url_credentials

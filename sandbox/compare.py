@@ -11,7 +11,6 @@ from .dtypes import lookup, to_values
 from .outcome import Mismatch
 from .problem import Buffer
 
-
 CHUNK = 1 << 20  # elements per piece of the fast pass: a few MiB of float64 temporaries, cache-sized
 _POOL = ThreadPoolExecutor(max_workers=min(16, os.cpu_count() or 1))  # NumPy releases the GIL per piece
 

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable
 
 import cupy as cp
 import numpy as np
 
-from .classify import classify_cuda_error
 from .compare import compare, same_bytes
-from .dtypes import lookup, scalar_type, to_storage
+from .dtypes import scalar_type
 from .gpu import GuardedBuffer, count_differences
+from .host_cache import kept, pinned_pool_for
 from .inputs import draw, load_function, run_reference
-from .outcome import Mismatch, Status
+from .kernel_failure import KernelFailure, cuda_errors, failure_class, identical
+from .library import time_library
+from .outcome import Mismatch, Status, Timing
 from .problem import Program, Reply, Request
 from .timing import EventTimer, repetitions, summarise
 
@@ -23,34 +23,6 @@ Beat = Callable[[str, float], None]
 EXTRA_RUNS_ON_MISMATCH = 3  # more identical runs, to tell a race from a plain wrong result
 DEFAULT_SMEM_LIMIT = 48 * 1024
 FRESH_SEED_OFFSET = 1_000_003
-HOST_CACHE_ENTRIES = 24  # inputs and references of a task's sizes, two seeds each
-_HOST_CACHE: OrderedDict = OrderedDict()
-
-
-_pinned_pool_task: str | None = None  # the task (its reference) whose downloads the pinned pool holds
-
-
-def _pinned_pool_for(reference: str) -> None:
-    """Downloads reuse page-locked host memory across one task's candidates. When another task comes,
-    the free blocks the last one left are handed back to the system: they fit its sizes, not these."""
-    global _pinned_pool_task
-    if _pinned_pool_task != reference:
-        cp.get_default_pinned_memory_pool().free_all_blocks()
-        _pinned_pool_task = reference
-
-
-def _remember(key: tuple, value: dict) -> None:
-    _HOST_CACHE[key] = value
-    while len(_HOST_CACHE) > HOST_CACHE_ENTRIES:
-        _HOST_CACHE.popitem(last=False)
-
-
-class KernelFailure(Exception):
-    """The kernel under evaluation failed; carries the outcome class and the evidence."""
-
-    def __init__(self, status: Status, message: str, mismatch: Mismatch | None = None, sticky: bool = False):
-        super().__init__(message)
-        self.status, self.message, self.mismatch, self.sticky = status, message, mismatch, sticky
 
 
 @dataclass
@@ -68,7 +40,7 @@ class Evaluation:
     def __init__(self, request: Request, beat: Beat):
         self.req, self.beat, self.s = request, beat, request.settings
         self.reference = load_function(request.reference)
-        _pinned_pool_for(request.reference)
+        pinned_pool_for(request.reference)
         self.program_label = ""
         self._functions: dict[str, list] = {}
         self.sizes_checked: list[str] = []
@@ -128,14 +100,14 @@ class Evaluation:
         runs = [run(), run()]
         state = SizeState(buffers, inputs, self.reference_outputs(index, seed, inputs))
         mismatch = self.first_mismatch(index, runs[0], state.reference, "check")
-        if mismatch is None and not _identical(runs[0], runs[1]):  # identical bytes need no second compare
+        if mismatch is None and not identical(runs[0], runs[1]):  # identical bytes need no second compare
             mismatch = self.first_mismatch(index, runs[1], state.reference, "repeat")
         if mismatch:
             runs += [run() for _ in range(EXTRA_RUNS_ON_MISMATCH)]
-        same = all(_identical(runs[0], r) for r in runs[1:])
+        same = all(identical(runs[0], r) for r in runs[1:])
         self.deterministic &= same
         if mismatch:
-            status, message = _failure_class(runs, same, f"wrong {mismatch.output} at {case.label}")
+            status, message = failure_class(runs, same, f"wrong {mismatch.output} at {case.label}")
             raise KernelFailure(status, message, mismatch)
         state.verified_host = runs[0]
         state.verified = {name: cp.asarray(values) for name, values in runs[0].items()}
@@ -194,24 +166,24 @@ class Evaluation:
     def inputs(self, index: int, seed: int) -> dict[str, np.ndarray]:
         """Host inputs of a size for a seed (drawn once per worker, then kept for later requests)."""
         case = self.req.sizes[index]
-        key = ("inputs", self.req.reference, case.model_dump_json(), seed)
-        if key not in _HOST_CACHE:
+        def draw_them() -> dict[str, np.ndarray]:
             self.beat("inputs", self.s.reference_timeout_s)
             rng = np.random.default_rng([seed, index])
-            _remember(key, {b.name: draw(b, rng) for b in case.buffers if b.role == "input"})
-        return _HOST_CACHE[key]
+            return {b.name: draw(b, rng) for b in case.buffers if b.role == "input"}
+
+        return kept(("inputs", self.req.reference, case.model_dump_json(), seed), draw_them)
 
     def reference_outputs(self, index: int, seed: int, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Computed on the host, the first time only after a kernel has run: never on the GPU. Kept in
         host memory for later candidates of the same task (a sweep checks many against one reference)."""
         case = self.req.sizes[index]
-        key = ("reference", self.req.reference, case.model_dump_json(), seed)
-        if key not in _HOST_CACHE:
+        def compute() -> dict[str, np.ndarray]:
             self.beat("reference", self.s.reference_timeout_s)
             input_specs = [b for b in case.buffers if b.role == "input"]
             outputs = [b for b in case.buffers if b.role == "output"]
-            _remember(key, run_reference(self.reference, inputs, input_specs, case.scalars, outputs))
-        return _HOST_CACHE[key]
+            return run_reference(self.reference, inputs, input_specs, case.scalars, outputs)
+
+        return kept(("reference", self.req.reference, case.model_dump_json(), seed), compute)
 
     def first_mismatch(self, index, got, reference, phase) -> Mismatch | None:
         case = self.req.sizes[index]
@@ -248,7 +220,7 @@ class Evaluation:
         last = {n: b.download() for n, b in states[0].buffers.items() if b.spec.role == "output"}
         # Compared on the host (the GPU-side checks above trust device memory the kernel could reach):
         # the same bytes as the verified run pass at once, anything else is compared with the reference.
-        if not _identical(last, states[0].verified_host) and (
+        if not identical(last, states[0].verified_host) and (
                 mismatch := self.first_mismatch(index, last, states[0].reference, "timed")):
             raise KernelFailure(Status.wrong_result, "the last timed launch gave a wrong result", mismatch)
         return [summarise(s) for s in samples]
@@ -277,59 +249,11 @@ class Evaluation:
         if mismatch := self.first_mismatch(index, got, self.reference_outputs(index, seed, inputs), "fresh"):
             raise KernelFailure(Status.wrong_result, "wrong result on fresh inputs after timing", mismatch)
 
-    def time_library(self, state: SizeState):
-        """Time the task's library function on the same device buffers; flag it if it disagrees.
-
-        The library function is the task author's trusted code, but a failure in it must not cost the
-        kernel's verdict: it becomes a flag."""
+    def time_library(self, state: SizeState) -> tuple[Timing | None, list[str]]:
+        """Time the task's library function on the same device buffers (`library.py`)."""
         self.beat("library", self.s.reference_timeout_s)  # importing torch alone can take seconds
-        try:
-            import torch
-
-            return self._time_library(torch, state)
-        except Exception as exc:  # noqa: BLE001 - reported, never fatal
-            return None, [f"library baseline not timed: {type(exc).__name__}: {exc}"]
-
-    def _time_library(self, torch, state: SizeState):
-        function = load_function(self.req.library)
-        case = self.req.sizes[self.req.timed_index]
-        tensors = {}
-        for b in case.buffers:
-            if b.role == "input":
-                tensor = torch.from_dlpack(state.buffers[b.name].view.reshape(b.shape))
-                tensors[b.name] = tensor.view(torch.bfloat16) if b.dtype == "bfloat16" else tensor
-        call = lambda: function(**tensors, **case.scalars)  # noqa: E731
-        flags = []
-        result = call()
-        torch.cuda.synchronize()
-        first_output = next(b for b in case.buffers if b.role == "output")
-        got = (result[0] if isinstance(result, (tuple, list)) else result).float().cpu().numpy().reshape(-1)
-        if compare(first_output, to_storage(got, lookup(first_output.dtype)), state.reference[first_output.name]):
-            flags.append("library baseline disagrees with the reference")
-        timer = EventTimer()
-        estimate = timer.estimate(lambda: None, call, self.s.warmup_ms)
-        reps = repetitions([estimate], self.s.budget_ms, self.s.min_reps, self.s.max_reps, 0)
-        return summarise([timer.time(lambda: None, call) for _ in range(reps)]), flags
+        assert self.req.library is not None
+        inputs = {name: buffer.view for name, buffer in state.buffers.items() if buffer.spec.role == "input"}
+        return time_library(self.req.library, self.req.sizes[self.req.timed_index], inputs, state.reference, self.s)
 
 
-def _failure_class(runs: list[dict], same: bool, message: str) -> tuple[Status, str]:
-    """A wrong result that varies from run to run is a race, unless only the first run differs."""
-    if same:
-        return Status.wrong_result, message
-    if all(_identical(runs[1], r) for r in runs[2:]):
-        return Status.wrong_result, f"{message}; the first launch differs from later ones (state kept between launches?)"
-    return Status.nondeterministic, f"{message}; outputs differ between identical runs (a race?)"
-
-
-def _identical(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
-    return all(same_bytes(a[k], b[k]) for k in a)
-
-
-@contextlib.contextmanager
-def cuda_errors():
-    """Turn a CUDA error into a KernelFailure with its class (and whether the context is lost)."""
-    try:
-        yield
-    except (cp.cuda.driver.CUDADriverError, cp.cuda.runtime.CUDARuntimeError) as exc:
-        status, sticky = classify_cuda_error(str(exc))
-        raise KernelFailure(status, str(exc), sticky=sticky) from None

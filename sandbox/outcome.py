@@ -6,7 +6,6 @@ from enum import Enum
 
 from pydantic import BaseModel, Field
 
-
 SUSPECT = "suspect:"  # the prefix of a flag that casts doubt on a kernel's figures
 
 

@@ -13,7 +13,7 @@ import yaml
 from tests.llm.fake_server import Step, answer, empty, json_reply, raw, truncated
 from tests.paths import ROOT
 
-LAYERNORM = ROOT / "tasks" / "layernorm"
+LAYERNORM = ROOT / "tasks" / "level1" / "layernorm"
 NAIVE = (LAYERNORM / "naive.cu").read_text()
 ROWBLOCK = (LAYERNORM / "rowblock.cu").read_text()
 
@@ -48,7 +48,7 @@ DIRECTIVES = ["// @kagent grid: {e}", "// @kagent block: {e}", "// @kagent smem:
 
 def small_task_data() -> dict:
     """The layernorm task at small sizes (a quick reference probe), as YAML data."""
-    data = yaml.safe_load((ROOT / "tasks" / "layernorm.yaml").read_text())
+    data = yaml.safe_load((LAYERNORM).read_text())
     data["dims"] = {"rows": 64, "cols": 256}
     data["check_sizes"] = [{"rows": 3, "cols": 33}, {"rows": 5, "cols": 64}]
     data.pop("library", None)

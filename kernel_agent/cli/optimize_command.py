@@ -47,7 +47,7 @@ from .app import (
 
 @app.command()
 def optimize(
-    task_file: Optional[Path] = typer.Argument(None, help="Task YAML, e.g. tasks/layernorm.yaml (not needed with --resume)."),
+    task_file: Optional[Path] = typer.Argument(None, help="Task YAML, e.g. tasks/level1/layernorm.yaml (not needed with --resume)."),
     budget: Optional[int] = typer.Option(None, min=1, max=MAX_BUDGET,
                                          help="Evaluations to spend, the baseline included [default: 40]."),
     time_limit: Optional[float] = typer.Option(None, "--time-limit", help="Stop after this many seconds (then finish the report)."),
@@ -85,13 +85,7 @@ def optimize(
         if resume:
             run = resume_run(out, resume)
             run_dir, config = run.folder, run.config
-            if budget is not None:
-                config.budget = budget
-            if time_limit is not None:
-                config.time_limit_s = time_limit
-            llm_url = _resume_llm(config, no_llm, llm, llm_base_url, llm_budget)
-            console.print(f"resuming {config.run_id} ({config.task}, {config.strategy}, {config.executor})",
-                          markup=False)
+            llm_url = _resumed(config, budget, time_limit, no_llm, llm, llm_base_url, llm_budget)
         else:
             if task_file is None:
                 fail(2, "give a task file (or --resume RUN)")
@@ -123,6 +117,18 @@ def optimize(
     show_run(console, result, run_dir)
     if result.final is None or result.final.timing is None:
         raise typer.Exit(1)
+
+
+def _resumed(config: RunConfig, budget: int | None, time_limit: float | None, no_llm: bool, llm: str | None,
+             llm_base_url: str | None, llm_budget: int | None) -> str | None:
+    """What --resume may change: the budget, the time limit and the model; the endpoint to call."""
+    if budget is not None:
+        config.budget = budget
+    if time_limit is not None:
+        config.time_limit_s = time_limit
+    llm_url = _resume_llm(config, no_llm, llm, llm_base_url, llm_budget)
+    console.print(f"resuming {config.run_id} ({config.task}, {config.strategy}, {config.executor})", markup=False)
+    return llm_url
 
 
 def _discard_unstarted(run_dir: Path | None, created: bool) -> bool:

@@ -43,7 +43,7 @@ from .app import MAX_SEED, app, arch_option, check_positive, fail, knob_pairs, t
 
 @app.command("check")
 def check_command(
-    task_file: Path = typer.Argument(..., help="Task YAML, e.g. tasks/layernorm.yaml."),
+    task_file: Path = typer.Argument(..., help="Task YAML, e.g. tasks/level1/layernorm.yaml."),
     kernel: Optional[Path] = typer.Argument(None, help="Kernel .cu file; default: the task's baseline."),
     knob: List[str] = typer.Option([], "--knob", "-k", help="Knob value NAME=VALUE (repeatable)."),
     flag: List[str] = typer.Option([], "--flag", help="Extra NVRTC flag, e.g. -use_fast_math (repeatable)."),

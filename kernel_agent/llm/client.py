@@ -12,11 +12,9 @@ and messages pass through `sandbox.redact`, so neither carries a credential.
 from __future__ import annotations
 
 import logging
-import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import cast
 
 import openai
@@ -26,109 +24,28 @@ from tenacity import RetryCallState, Retrying, retry_if_exception
 from sandbox import redact
 
 from ..seams import Completion
-from .deadline import Cancelled, DeadlinePassed, call_before
+from .deadline import Cancelled, call_before
+from .failures import (
+    MALFORMED,
+    AnswerCutOff,
+    BackoffWait,
+    LLMBudgetExhausted,
+    LLMUnavailable,
+    OutOfTime,
+    describe,
+    is_retryable,
+    server_message,
+)
 from .reply import MalformedResponse, Reply, parse_reply, read_capped
 from .settings import DEFAULT_BASE_URL, NO_KEY, LLMConfig
 
 log = logging.getLogger(__name__)
 
 PROBE_TIMEOUT_S = 5.0
-RETRY_AFTER_CAP_S = 60.0
-RETRY_STATUSES = (408, 429)  # besides every 5xx
 READ_GRACE_S = 1.0  # the SDK's per-read timeout trails the attempt's deadline, which is what ends a wait
-SERVER_WORDS = 300  # characters of a server's error message quoted
 HINT = "is the server running? check --llm-base-url / OPENAI_BASE_URL"
 KEY_HINT = "OPENAI_API_KEY or the config file's [llm] api_key"
 MODEL_HINT = "--llm MODEL, KAGENT_LLM_MODEL or the config file's [llm] model"
-
-
-class LLMError(RuntimeError):
-    """The LLM could not give an answer."""
-
-
-class LLMUnavailable(LLMError):
-    """Unreachable, refused, or out of retries; the message says what to check."""
-
-
-class LLMBudgetExhausted(LLMError):
-    """The run's token budget is spent."""
-
-
-class OutOfTime(Exception):
-    """The call's time ran out before another attempt could start."""
-
-
-class AnswerCutOff(Exception):
-    """The connection broke while the answer's body was being read."""
-
-
-MALFORMED = (MalformedResponse, openai.APIResponseValidationError)
-RETRYABLE = (openai.APIConnectionError, DeadlinePassed, AnswerCutOff, *MALFORMED)  # APITimeoutError included
-
-
-def is_retryable(exc: BaseException) -> bool:
-    """Worth another attempt: rate limits, 5xx, timeouts, lost connections, malformed bodies."""
-    if isinstance(exc, openai.APIStatusError):
-        return exc.status_code in RETRY_STATUSES or exc.status_code >= 500
-    return isinstance(exc, RETRYABLE)
-
-
-def retry_after_s(exc: BaseException | None) -> float | None:
-    """The seconds of the error response's `Retry-After` header, if it has one in seconds."""
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
-    value = headers.get("retry-after") if headers is not None else None
-    try:
-        seconds = float(value) if value is not None else None
-    except ValueError:  # an HTTP date: fall back to backoff
-        return None
-    return seconds if seconds is not None and seconds >= 0 else None
-
-
-@dataclass
-class BackoffWait:
-    """The wait after a failed attempt: `Retry-After` when the server sends one, else exponential
-    backoff with jitter."""
-
-    base_s: float = 0.5
-    factor: float = 2.0
-    cap_s: float = 30.0
-    rng: random.Random = field(default_factory=random.Random)
-
-    def delay(self, attempt: int, exc: BaseException | None) -> float:
-        """Seconds to wait after attempt number `attempt` (from 1) failed with `exc`."""
-        told = retry_after_s(exc)
-        if told is not None:
-            return min(told, RETRY_AFTER_CAP_S)
-        ceiling = min(self.cap_s, self.base_s * self.factor ** (attempt - 1))
-        return self.rng.uniform(ceiling / 2, ceiling)
-
-
-def server_message(exc: openai.APIStatusError) -> str:
-    """The server's own words: `error.message` of an OpenAI-style body, else the SDK's message."""
-    body = exc.body
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        message = error.get("message") if isinstance(error, dict) else error
-        if message:
-            return str(message)[:SERVER_WORDS]
-    return exc.message[:SERVER_WORDS]
-
-
-def describe(exc: BaseException, timeout_s: float) -> str:
-    """One line about a failed attempt."""
-    if isinstance(exc, DeadlinePassed):
-        return f"{exc} (timeout)"
-    if isinstance(exc, openai.APITimeoutError):
-        return f"no answer within {timeout_s:g} s (timeout)"
-    if isinstance(exc, openai.APIConnectionError):
-        cause = exc.__cause__ or exc.__context__
-        return f"could not connect ({cause or exc})"
-    if isinstance(exc, openai.APIStatusError):
-        return f"HTTP {exc.status_code}: {server_message(exc)}"
-    if isinstance(exc, MALFORMED):
-        return f"malformed response ({str(exc)[:SERVER_WORDS]})"
-    return f"{type(exc).__name__}: {str(exc)[:SERVER_WORDS]}"
 
 
 def _plural(n: int, word: str) -> str:

@@ -23,8 +23,8 @@ from ..optimize.space import Space
 from ..seams import Attempt, Candidate, ChatModel, Plan, Proposal, SearchState
 from ..task import Task
 from .answers import parse_answer
-from .client import LLMError
 from .context import prompt_context, repair_context
+from .failures import LLMError
 from .prompts import render
 
 MAX_REPAIRS = 2  # repair rounds per LLM kernel

@@ -12,7 +12,7 @@ from typing import Callable
 from sandbox import Outcome, Status
 
 from ..files import write_atomic
-from ..seams import Attempt, Candidate, SearchState, Strategy
+from ..seams import Attempt, Candidate, Executor, Proposal, SearchState, Strategy
 from .knowledge import KnowledgeBase
 from .rewards import rank_rewards
 from .run_config import RunConfig
@@ -37,13 +37,13 @@ class RunResult:
         return self.state.best()
 
 
-def search(config: RunConfig, space: Space, executor, strategy: Strategy, run_dir: Path, store: Store,
+def search(config: RunConfig, space: Space, executor: Executor, strategy: Strategy, run_dir: Path, store: Store,
            on_batch: Callable[[SearchState, list[Attempt]], None] | None = None) -> RunResult:
+    """Propose, evaluate, reward, learn, log, until the budget or the time limit is spent; attempts
+    already journaled (a resumed run) are taken from the journal while the search retraces them."""
     started = time.monotonic()
     journal = Journal(run_dir / "attempts.jsonl")
-    previous = {a.number: a for a in journal.read()}
-    if previous:
-        journal.rewrite([previous[n] for n in sorted(previous)])
+    earlier = Earlier(journal)
     state = SearchState(space, random.Random(config.seed), KnowledgeBase())
     if config.warm_start:
         for candidate, status, log in _earlier_verdicts(config, executor, store, run_dir):
@@ -53,9 +53,9 @@ def search(config: RunConfig, space: Space, executor, strategy: Strategy, run_di
                     executor=executor.name, strategy=config.strategy, seed=config.seed, budget=config.budget,
                     started=time.strftime("%Y-%m-%dT%H:%M:%S"))
     baseline = executor.start()
-    first = previous.get(1) or Attempt(1, space.default("baseline"), baseline, 0.0, note="baseline")
-    result = RunResult(config, state, baseline, None, "budget spent", 0.0, resumed_attempts=len(previous))
-    _record(config, executor, state, journal, store, [first], result, reused={1} & set(previous))
+    first = earlier.attempts.get(1) or Attempt(1, space.default("baseline"), baseline, 0.0, note="baseline")
+    result = RunResult(config, state, baseline, None, "budget spent", 0.0, resumed_attempts=len(earlier.attempts))
+    _record(config, executor, state, journal, store, [first], result, reused={1} & set(earlier.attempts))
     while len(state.attempts) < config.budget:
         if config.time_limit_s is not None and time.monotonic() - started > config.time_limit_s:
             result.stopped = f"time limit ({config.time_limit_s:.0f} s)"
@@ -64,29 +64,9 @@ def search(config: RunConfig, space: Space, executor, strategy: Strategy, run_di
         if not proposals:
             result.stopped = "no new candidate: the space (less what failure rules forbid) is exhausted"
             break
-        numbers = range(len(state.attempts) + 1, len(state.attempts) + 1 + len(proposals))
-        reused = {}
-        for n, p in zip(numbers, proposals):
-            if n in previous and previous[n].candidate == p.candidate:
-                reused[n] = previous[n]
-            elif n in previous:  # the search went another way (its inputs changed): redo from here
-                previous = {k: a for k, a in previous.items() if k < n}
-                journal.rewrite([previous[k] for k in sorted(previous)])
-        todo = [p for n, p in zip(numbers, proposals) if n not in reused]
-        answers = iter(executor.evaluate([p.candidate for p in todo]) if todo else [])
-        batch = []
-        for n, p in zip(numbers, proposals):
-            if n in reused:
-                batch.append(reused[n])
-            else:
-                outcome, seconds = next(answers)
-                batch.append(Attempt(n, p.candidate, outcome, seconds, p.specialist, p.parent, p.note))
-        best_before = state.best().ms if state.best() else None
-        judged = [a for a in batch if a.outcome.status is not Status.not_run]  # unrun: no reward at all
-        rewards = rank_rewards([a.outcome for a in judged], best_before, [state.time_of(a.parent) for a in judged])
-        for attempt, reward in zip(judged, rewards):
-            attempt.reward = reward
-        _record(config, executor, state, journal, store, batch, result, reused=set(reused))
+        batch, reused = _measure(executor, proposals, len(state.attempts) + 1, earlier)
+        _reward(state, batch)
+        _record(config, executor, state, journal, store, batch, result, reused)
         strategy.observe(state, batch)
         if on_batch:
             on_batch(state, batch)
@@ -98,6 +78,53 @@ def search(config: RunConfig, space: Space, executor, strategy: Strategy, run_di
                      best_ms=best.ms if best else None,
                      best_speedup=result.final.speedup if result.final else None)
     return result
+
+
+class Earlier:
+    """The attempts a resumed run journaled before. They answer while the search proposes the same
+    candidates again; from the first proposal that differs (its inputs changed) they are dropped."""
+
+    def __init__(self, journal: Journal):
+        self.journal = journal
+        self.attempts = {a.number: a for a in journal.read()}
+        if self.attempts:
+            journal.rewrite([self.attempts[n] for n in sorted(self.attempts)])  # drops a torn last line
+
+    def answers(self, first: int, proposals: list[Proposal]) -> dict[int, Attempt]:
+        reused = {}
+        for number, proposal in enumerate(proposals, start=first):
+            if number in self.attempts and self.attempts[number].candidate == proposal.candidate:
+                reused[number] = self.attempts[number]
+            elif number in self.attempts:  # the search went another way: redo from here
+                self.attempts = {k: a for k, a in self.attempts.items() if k < number}
+                self.journal.rewrite([self.attempts[k] for k in sorted(self.attempts)])
+        return reused
+
+
+def _measure(executor: Executor, proposals: list[Proposal], first: int,
+             earlier: Earlier) -> tuple[list[Attempt], set[int]]:
+    """The batch's attempts, numbered from `first`: journaled ones reused, the rest evaluated at once."""
+    reused = earlier.answers(first, proposals)
+    todo = [p for n, p in enumerate(proposals, start=first) if n not in reused]
+    answers = iter(executor.evaluate([p.candidate for p in todo]) if todo else [])
+    batch = []
+    for number, p in enumerate(proposals, start=first):
+        if number in reused:
+            batch.append(reused[number])
+        else:
+            outcome, seconds = next(answers)
+            batch.append(Attempt(number, p.candidate, outcome, seconds, p.specialist, p.parent, p.note))
+    return batch, set(reused)
+
+
+def _reward(state: SearchState, batch: list[Attempt]) -> None:
+    """Rank rewards within the batch; an attempt nothing could run (not_run) gets none."""
+    best = state.best()
+    judged = [a for a in batch if a.outcome.status is not Status.not_run]
+    rewards = rank_rewards([a.outcome for a in judged], best.ms if best else None,
+                           [state.time_of(a.parent) for a in judged])
+    for attempt, reward in zip(judged, rewards):
+        attempt.reward = reward
 
 
 def _record(config, executor, state: SearchState, journal: Journal, store: Store, batch: list[Attempt],

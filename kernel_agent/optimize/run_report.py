@@ -59,7 +59,7 @@ def _roofline(o: Outcome | None) -> str:
 
 
 def report_markdown(result: RunResult, strategy, plots: bool = True, roofline: bool = False) -> str:
-    c, final, best = result.config, result.final, result.best
+    c = result.config
     lines = [f"# kagent optimize: {c.task}", ""]
     if c.executor == "replay":
         lines += [f"**Replayed timings**: every figure below comes from the recorded sweep `{c.recording}` "
@@ -70,58 +70,70 @@ def report_markdown(result: RunResult, strategy, plots: bool = True, roofline: b
         f"- {len(result.state.attempts)} evaluations ({result.resumed_attempts} from an earlier part of this run), "
         f"stopped: {result.stopped}; wall time {result.wall_s:.1f} s",
         f"- search space: {result.state.space.size} candidates over {len(result.state.space.kernels)} kernel files",
-        "",
-        "## Result", "",
-        "| kernel | median time | speedup vs baseline | roofline |",
-        "| --- | --- | --- | --- |",
     ]
-    base = result.baseline
-    lines.append(f"| baseline (`{c.task}` as given) | {_ms(base.timing)} | 1.00x | {_roofline(base)} |")
-    if final is not None and best is not None:
-        speed = f"{final.speedup:.2f}x" if final.speedup else "-"
-        lines.append(f"| best: `{best.candidate.label()}` | {_ms(final.timing)} | {speed} | {_roofline(final)} |")
-        if final.library_timing:
-            lib = f"{final.library_speedup:.2f}x faster than the library" if final.library_speedup else ""
-            lines.append(f"| library function | {_ms(final.library_timing)} | {lib} | |")
-        where = "measured beside the baseline and the library function in one run" if c.executor == "gpu" \
-            else "as recorded in the sweep"
-        lines += ["", f"The best kernel's figures are {where}; it is saved as `best.cu` (knob values first, "
-                      "so `kagent check TASK best.cu` re-measures it)."]
-        for flag in final.flags:
-            lines.append(f"- flag: {flag}")
-    else:
-        lines.append("| best | no correct kernel found | | |")
+    lines += _result_section(result)
     lines += ["", "## Failures by class", ""]
     lines += [f"- {k}: {v}" + (" (compiled, but nothing here could run them: no recording)" if k == "not_run" else "")
               for k, v in sorted(result.failures.items())] or ["- none"]
-    planner = getattr(strategy, "planner", None)
-    if planner is not None:
-        lines += ["", "## Credit by specialist", "", "| specialist | proposals | mean rank reward | new bests | speedup gained |",
-                  "| --- | --- | --- | --- | --- |"]
-        for name, credit in planner.credit.items():
-            lines.append(f"| {name} | {credit.proposals} | {credit.mean:+.2f} | {credit.improvements} | "
-                         f"{credit.speedup_gained:+.2f} |")
+    lines += _credit_section(getattr(strategy, "planner", None))
     lines += _llm_section(getattr(strategy, "llm", None), c)
-    kb = result.state.kb
-    lines += ["", "## Knowledge base: failure rules learned", ""]
-    lines += [f"- {r.text()}; pruned {r.pruned} proposals" for r in kb.rules] or ["- none (no value always failed)"]
-    if kb.compile_rules:
-        lines += ["", "Rules distilled from compile errors (quoted in prompts):", ""]
-        lines += [f"- {text} ({hits} times)" for text, hits in kb.compile_rules.most_common()]
-    lines += ["", "## Attempts (fastest first, then failures)", "", "| # | candidate | specialist | why | status | time | speedup |",
-              "| --- | --- | --- | --- | --- | --- | --- |"]
-    ordered = sorted(result.state.attempts, key=lambda a: (a.ms is None, a.ms or 0, a.number))
-    for a in ordered[:25]:
-        speed = f"{a.outcome.speedup:.2f}x" if a.outcome.speedup else "-"
-        time = f"{a.ms:.4f} ms" if a.ms is not None else a.outcome.message[:80].replace("|", "/")
-        lines.append(f"| {a.number} | `{a.candidate.label()}` | {a.specialist or '-'} | {a.note} | "
-                     f"{a.outcome.status.value} | {time} | {speed} |")
-    if len(ordered) > 25:
-        lines.append(f"| ... | {len(ordered) - 25} more in attempts.jsonl | | | | | |")
+    lines += _knowledge_section(result)
+    lines += _attempts_section(result)
     lines += ["", "![progress](progress.png)" if plots else f"({NO_PLOTS})", ""]
     if roofline:
         lines += ["![roofline](roofline.png)", ""]
     return "\n".join(lines)
+
+
+def _result_section(result: RunResult) -> list[str]:
+    c, final, best, base = result.config, result.final, result.best, result.baseline
+    lines = ["", "## Result", "", "| kernel | median time | speedup vs baseline | roofline |", "| --- | --- | --- | --- |",
+             f"| baseline (`{c.task}` as given) | {_ms(base.timing)} | 1.00x | {_roofline(base)} |"]
+    if final is None or best is None:
+        return [*lines, "| best | no correct kernel found | | |"]
+    speed = f"{final.speedup:.2f}x" if final.speedup else "-"
+    lines.append(f"| best: `{best.candidate.label()}` | {_ms(final.timing)} | {speed} | {_roofline(final)} |")
+    if final.library_timing:
+        lib = f"{final.library_speedup:.2f}x faster than the library" if final.library_speedup else ""
+        lines.append(f"| library function | {_ms(final.library_timing)} | {lib} | |")
+    where = "measured beside the baseline and the library function in one run" if c.executor == "gpu" \
+        else "as recorded in the sweep"
+    lines += ["", f"The best kernel's figures are {where}; it is saved as `best.cu` (knob values first, "
+                  "so `kagent check TASK best.cu` re-measures it)."]
+    return lines + [f"- flag: {flag}" for flag in final.flags]
+
+
+def _credit_section(planner) -> list[str]:
+    if planner is None:
+        return []
+    lines = ["", "## Credit by specialist", "", "| specialist | proposals | mean rank reward | new bests | speedup gained |",
+             "| --- | --- | --- | --- | --- |"]
+    return lines + [f"| {name} | {credit.proposals} | {credit.mean:+.2f} | {credit.improvements} | "
+                    f"{credit.speedup_gained:+.2f} |" for name, credit in planner.credit.items()]
+
+
+def _knowledge_section(result: RunResult) -> list[str]:
+    kb = result.state.kb
+    lines = ["", "## Knowledge base: failure rules learned", ""]
+    lines += [f"- {r.text()}; pruned {r.pruned} proposals" for r in kb.rules] or ["- none (no value always failed)"]
+    if kb.compile_rules:
+        lines += ["", "Rules distilled from compile errors (quoted in prompts):", ""]
+        lines += [f"- {text} ({hits} times)" for text, hits in kb.compile_rules.most_common()]
+    return lines
+
+
+def _attempts_section(result: RunResult, shown: int = 25) -> list[str]:
+    lines = ["", "## Attempts (fastest first, then failures)", "",
+             "| # | candidate | specialist | why | status | time | speedup |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    ordered = sorted(result.state.attempts, key=lambda a: (a.ms is None, a.ms or 0, a.number))
+    for a in ordered[:shown]:
+        speed = f"{a.outcome.speedup:.2f}x" if a.outcome.speedup else "-"
+        time = f"{a.ms:.4f} ms" if a.ms is not None else a.outcome.message[:80].replace("|", "/")
+        lines.append(f"| {a.number} | `{a.candidate.label()}` | {a.specialist or '-'} | {a.note} | "
+                     f"{a.outcome.status.value} | {time} | {speed} |")
+    if len(ordered) > shown:
+        lines.append(f"| ... | {len(ordered) - shown} more in attempts.jsonl | | | | | |")
+    return lines
 
 
 def _llm_section(llm, config) -> list[str]:

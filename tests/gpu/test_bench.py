@@ -8,13 +8,13 @@ from typer.testing import CliRunner
 
 from kernel_agent.cli import app
 from sandbox import gpu_count
-from tests.kernel_agent.test_bench import LEVEL1, MIXED, READY_MADE, bench_dir
+from tests.kernel_agent.test_bench import LEVEL1, MIXED, bench_dir, ready_made
 
 pytestmark = pytest.mark.gpu
 
 
 def test_ready_made_kernels_on_the_gpus(tmp_path):
-    args = ["bench", *[str(LEVEL1 / f"{n}.yaml") for n in MIXED], "--kernels", str(READY_MADE),
+    args = ["bench", *[str(LEVEL1 / f"{n}.yaml") for n in MIXED], "--kernels", str(ready_made(tmp_path / "kernels")),
             "--out", str(tmp_path), "--budget-ms", "50"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output

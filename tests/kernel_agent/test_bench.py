@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import math
+import shutil
 import time
 
 import pytest
@@ -22,7 +23,15 @@ from sandbox import Status, load_kernel
 from tests.paths import ROOT
 
 LEVEL1, LEVEL2 = ROOT / "tasks" / "level1", ROOT / "tasks" / "level2"
-READY_MADE = ROOT / "tests" / "data" / "bench_kernels"
+BROKEN_KERNELS = ROOT / "tests" / "data" / "bench_kernels"  # the wrong, broken and hanging ones
+
+
+def ready_made(folder):
+    """The --kernels folder another system would hand in: tests/data/bench_kernels (wrong, not
+    compiling, hanging) plus the task's own vec.cu as the correct add.cu."""
+    shutil.copytree(BROKEN_KERNELS, folder)
+    shutil.copy(LEVEL1 / "add" / "vec.cu", folder / "add.cu")
+    return folder
 MIXED = ["add", "gelu", "softmax", "row_sum", "transpose"]  # transpose has no file: missing
 
 
@@ -86,7 +95,8 @@ def test_ready_made_kernels_correct_wrong_broken_hanging_and_missing(tmp_path):
     """Without a GPU: the correct file is answered from its recording, the one that does not compile
     fails to compile, the wrong and the hanging ones compile but cannot be run (`not_run`), the
     missing one is `not_run` too. (tests/gpu/test_bench.py runs the same folder on a GPU.)"""
-    result = kagent("bench", *[LEVEL1 / f"{n}.yaml" for n in MIXED], "--kernels", READY_MADE, "--out", tmp_path)
+    kernels = ready_made(tmp_path / "kernels")
+    result = kagent("bench", *[LEVEL1 / f"{n}.yaml" for n in MIXED], "--kernels", kernels, "--out", tmp_path)
     assert result.exit_code == 0, result.output
     doc, tasks, rows, report = read(bench_dir(tmp_path))
     assert {n: t["status"] for n, t in tasks.items()} == {
@@ -108,7 +118,7 @@ def test_ready_made_kernels_correct_wrong_broken_hanging_and_missing(tmp_path):
     assert m["failures"] == {"compile_error": 1, "not_run": 3}
     assert rows["softmax"]["status"] == "compile_error" and rows["add"]["replayed"] == "true"
     assert "| correctness rate | 20.0% (1 of 5) |" in report and "- compile_error: 1" in report
-    assert f"| add | ok | `{READY_MADE / 'add.cu'}` |" in report
+    assert f"| add | ok | `{kernels / 'add.cu'}` |" in report
 
 
 def test_optimize_each_task_within_the_budget_and_resume(tmp_path):
@@ -226,7 +236,7 @@ def test_an_interrupt_drops_the_tasks_in_flight_and_resume_redoes_them(tmp_path,
 
 
 @pytest.mark.parametrize("args, code, message", [
-    (["--optimize", "--kernels", READY_MADE], 2, "choose one"),
+    (["--optimize", "--kernels", BROKEN_KERNELS], 2, "choose one"),
     (["--budget", "0", "--optimize"], 2, "Invalid value for '--budget': Input should be greater than or equal to 1"),
     (["--kernels", "/nonexistent"], 2, "not a folder"),
     (["--gpus", "0"], 3, "no CUDA GPU is visible"),

@@ -7,6 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kernel_agent.cli import app
+from kernel_agent.task import discover
 from tests.conftest import GPU
 from tests.paths import KERNELS, LAYERNORM, ROOT
 
@@ -47,7 +48,7 @@ def test_compile_only_catches_resource_limits():
 
 
 def test_knobs_are_validated():
-    variant = ROOT / "tasks" / "layernorm" / "rowblock.cu"
+    variant = ROOT / "tasks" / "level1" / "layernorm" / "rowblock.cu"
     assert kagent("check", LAYERNORM, variant, "--compile-only", "--knob", "BLOCK=128").exit_code == 0
     bad_value = kagent("check", LAYERNORM, variant, "--compile-only", "--knob", "BLOCK=100")
     assert bad_value.exit_code == 2 and "not one of its values" in bad_value.output
@@ -58,7 +59,7 @@ def test_knobs_are_validated():
 @pytest.mark.parametrize("args, message", [
     (["tasks/absent.yaml"], "no such task file"),
     ([LAYERNORM, "absent.cu"], "no such kernel file"),
-    ([LAYERNORM, ROOT / "tasks" / "layernorm" / "reference.py"], "no '// @kagent entry"),
+    ([LAYERNORM, ROOT / "tasks" / "level1" / "layernorm" / "reference.py"], "no '// @kagent entry"),
 ])
 def test_bad_input_is_exit_code_2_without_traceback(args, message):
     result = kagent("check", *args, "--compile-only")
@@ -76,7 +77,8 @@ def test_running_without_a_gpu_says_so():
 def test_tasks_validate_passes_on_the_repository():
     result = kagent("tasks", "validate", ROOT / "tasks", "--quick")
     assert result.exit_code == 0, result.output
-    assert "ok" in result.output and "tasks valid" in result.output
+    count = len(discover(ROOT / "tasks"))
+    assert f"{count} of {count} tasks valid" in result.output and "FAIL" not in result.output
 
 
 def test_doctor_compiles_without_a_gpu():
@@ -98,7 +100,7 @@ def test_a_bad_arch_or_flag_is_bad_input(args, message):
 
 def test_a_kernel_that_includes_a_host_file_is_refused_without_quoting_it(tmp_path):
     kernel = tmp_path / "spy.cu"
-    kernel.write_text('#include "/etc/passwd"\n' + (ROOT / "tasks" / "layernorm" / "naive.cu").read_text())
+    kernel.write_text('#include "/etc/passwd"\n' + (ROOT / "tasks" / "level1" / "layernorm" / "naive.cu").read_text())
     result = kagent("check", LAYERNORM, kernel, "--compile-only", "--json")
     assert result.exit_code == 1, result.output
     outcome = json.loads(result.output)
@@ -107,7 +109,7 @@ def test_a_kernel_that_includes_a_host_file_is_refused_without_quoting_it(tmp_pa
 
 
 def test_a_header_beside_the_kernel_may_be_included(tmp_path):
-    shutil.copytree(ROOT / "tasks" / "layernorm", tmp_path / "layernorm")
+    shutil.copytree(ROOT / "tasks" / "level1" / "layernorm", tmp_path / "layernorm")
     (tmp_path / "layernorm" / "eps.cuh").write_text("#define EPS_SCALE 1.0f\n")
     naive = (tmp_path / "layernorm" / "naive.cu")
     naive.write_text('#include "eps.cuh"\n' + naive.read_text())
@@ -128,7 +130,7 @@ def test_an_unwritable_cache_is_a_warning_line_not_a_failure(tmp_path):
 
 @pytest.mark.parametrize("grid", ["1e200 ** 2", "ceil_div(rows, 0)", "(0 - 1) ** 0.5"])
 def test_a_grid_that_is_no_size_is_a_launch_error(tmp_path, grid):
-    source = (ROOT / "tasks" / "layernorm" / "naive.cu").read_text()
+    source = (ROOT / "tasks" / "level1" / "layernorm" / "naive.cu").read_text()
     kernel = tmp_path / "k.cu"
     kernel.write_text("\n".join(f"// @kagent grid: {grid}" if line.startswith("// @kagent grid:") else line
                                 for line in source.splitlines()))

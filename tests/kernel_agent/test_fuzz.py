@@ -16,7 +16,7 @@ from kernel_agent.cli import app
 from kernel_agent.recording import RECORDINGS
 from tests import fuzz_inputs as fuzz
 from tests.llm.fake_server import FakeOpenAI
-from tests.paths import ROOT
+from tests.paths import LAYERNORM, ROOT
 
 pytestmark = pytest.mark.slow
 TASKS, KERNELS, REPLIES = 400, 300, 300
@@ -36,7 +36,7 @@ def invoke(args, env=None):
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     root = tmp_path_factory.mktemp("fuzz")
-    shutil.copytree(ROOT / "tasks" / "layernorm", root / "layernorm")
+    shutil.copytree(ROOT / "tasks" / "level1" / "layernorm", root / "layernorm")
     (root / "small.yaml").write_text(yaml.safe_dump(fuzz.small_task_data()))
     return root
 
@@ -71,8 +71,8 @@ def test_broken_kernel_files(folder, monkeypatch):
 
 def test_broken_llm_replies(folder, tmp_path):
     task = tmp_path / "task"
-    shutil.copytree(ROOT / "tasks" / "layernorm", task / "layernorm")
-    text = (ROOT / "tasks" / "layernorm.yaml").read_text().replace("variants:\n  rowblock: layernorm/rowblock.cu\n", "")
+    shutil.copytree(ROOT / "tasks" / "level1" / "layernorm", task / "layernorm")
+    text = (LAYERNORM).read_text().replace("variants:\n  rowblock: layernorm/rowblock.cu\n", "")
     (task / "layernorm.yaml").write_text(text)
     config = tmp_path / "config.toml"
     config.write_text("[llm]\ntimeout_s = 5.0\nmax_attempts = 2\n")

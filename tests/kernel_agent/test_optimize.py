@@ -202,10 +202,22 @@ def test_failure_rules_need_two_failures_and_no_success_and_prune():
     assert [r.text() for r in kb.rules] == ["k: BLOCK=1024 -> resource_error (2 failures, no success)"]
     assert kb.blocking_rule(c("1024", "4")) is not None and kb.blocking_rule(c("256", "4")) is None
     kb.observe(c("1024", "4"), Status.ok)  # a success removes the rule
-    assert kb.rules == [] or all("BLOCK=1024 ->" not in r.text() for r in kb.rules)
+    assert kb.rules == []  # no value or pair has two failures and no success any more
     kb.observe(c("512", "8"), Status.wrong_result)
     kb.observe(c("256", "8"), Status.wrong_result)
     assert any(r.conditions == (("VEC", "8"),) and r.status is Status.wrong_result for r in kb.rules)
+
+
+def test_one_knowledge_base_holds_knob_rules_and_compile_rules():
+    kb = KnowledgeBase()
+    log = 'k.cu(3): error: identifier "uint32_t" is undefined'
+    for vec in ("1", "2"):
+        kb.learn_from(Candidate.make("k", {"VEC": vec, "BLOCK": "64"}), Status.compile_error, log)
+    kb.learn_from(Candidate.make("llm1", {}), Status.compile_error, log, knobs=False)  # another run's LLM kernel
+    assert [r.text() for r in kb.rules] == ["k: any knob values -> compile_error (2 failures, no success)"]
+    (text, hits), = kb.compile_rules.items()
+    assert "uint32_t" in text and hits == 3
+    assert kb.as_dont() == [f"{kb.rules[0].as_dont()} (pruned 0 proposals)", f"{text} (hit 3 times)"]
 
 
 class _FailingReplay:

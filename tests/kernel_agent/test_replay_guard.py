@@ -26,7 +26,7 @@ def kagent(*args):
 @pytest.fixture
 def task_copy(tmp_path):
     folder = tmp_path / "task"
-    shutil.copytree(ROOT / "tasks" / "layernorm", folder / "layernorm")
+    shutil.copytree(ROOT / "tasks" / "level1" / "layernorm", folder / "layernorm")
     shutil.copy(LAYERNORM, folder / "layernorm.yaml")
     return folder / "layernorm.yaml"
 
@@ -72,7 +72,7 @@ def test_a_huge_knob_space_is_counted_and_refused(task_copy, tmp_path):
     validate = kagent("tasks", "validate", task_copy, "--all-knobs", "--quick")
     assert validate.exit_code == 2
     text = " ".join(validate.output.split())
-    declared = load_kernel(ROOT / "tasks" / "layernorm" / "rowblock.cu").combinations
+    declared = load_kernel(ROOT / "tasks" / "level1" / "layernorm" / "rowblock.cu").combinations
     assert f"rowblock (rowblock.cu): {declared * 10**10:,} knob combinations, over the limit of 10,000" in text
     assert f"--max-combinations {declared * 10**10}" in text
     sweep = kagent("sweep", task_copy, "--compile-only", "--out", tmp_path / "sweep.json")

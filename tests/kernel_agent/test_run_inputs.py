@@ -189,7 +189,7 @@ def test_concurrent_runs_get_distinct_folders(tmp_path):
 
 def test_a_failure_before_the_first_evaluation_leaves_no_run_folder(tmp_path):
     task = tmp_path / "task"
-    shutil.copytree(ROOT / "tasks" / "layernorm", task / "layernorm")
+    shutil.copytree(ROOT / "tasks" / "level1" / "layernorm", task / "layernorm")
     (task / "layernorm.yaml").write_text(LAYERNORM.read_text().replace("atol: 1.0e-4", "atol: 2.0e-4"))
     result = kagent("optimize", task / "layernorm.yaml", "--executor", "replay", "--recording", RECORDING,
                     "--out", tmp_path / "out")

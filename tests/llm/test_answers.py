@@ -11,7 +11,7 @@ from kernel_agent.optimize.compile_rules import ErrorRule, rules_from_compile_lo
 from sandbox import compile_source, parse_directives
 from tests.paths import ROOT
 
-PARENT = (ROOT / "tasks" / "layernorm" / "rowblock.cu").read_text()
+PARENT = (ROOT / "tasks" / "level1" / "layernorm" / "rowblock.cu").read_text()
 PARENT_LINES = PARENT.split("\n")
 DIRECTIVES = [line for line in PARENT_LINES if line.startswith("// @kagent")]
 

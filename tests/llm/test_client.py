@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_agent.llm.client import BackoffWait, LLMBudgetExhausted, LLMUnavailable
+from kernel_agent.llm.failures import BackoffWait, LLMBudgetExhausted, LLMUnavailable
 from kernel_agent.llm.settings import LLMConfig, LLMConfigError, load_llm_config
 from tests.llm.fake_server import (
     FakeOpenAI,

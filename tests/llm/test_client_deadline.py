@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from kernel_agent.llm.client import LLMClient, LLMUnavailable
+from kernel_agent.llm.client import LLMClient
+from kernel_agent.llm.failures import LLMUnavailable
 from kernel_agent.llm.settings import LLMConfig
 from tests.llm.fake_server import FakeOpenAI, answer, drip, hang, status
 from tests.llm.support import MESSAGES, client_for

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from kernel_agent.llm.client import LLMUnavailable
+from kernel_agent.llm.failures import LLMUnavailable
 from kernel_agent.llm.reply import MAX_BODY_BYTES
 from tests.llm.fake_server import (
     FakeOpenAI,

@@ -23,17 +23,17 @@ from tests.llm.fake_server import (
     status,
     truncated,
 )
-from tests.paths import ROOT
+from tests.paths import LAYERNORM, ROOT
 
 RECORDING = RECORDINGS / "layernorm.json"
-ROWBLOCK = (ROOT / "tasks" / "layernorm" / "rowblock.cu").read_text()
+ROWBLOCK = (ROOT / "tasks" / "level1" / "layernorm" / "rowblock.cu").read_text()
 
 
 def baseline_only_task(tmp_path):
     """The layernorm task without its expert variant: only the LLM can find a faster kernel."""
     folder = tmp_path / "task"
-    shutil.copytree(ROOT / "tasks" / "layernorm", folder / "layernorm")
-    text = (ROOT / "tasks" / "layernorm.yaml").read_text()
+    shutil.copytree(ROOT / "tasks" / "level1" / "layernorm", folder / "layernorm")
+    text = LAYERNORM.read_text()
     text = text.replace("variants:\n  rowblock: layernorm/rowblock.cu\n", "")
     assert "rowblock" not in text
     (folder / "layernorm.yaml").write_text(text)
@@ -97,7 +97,7 @@ def test_scripted_session_survives_faults_repairs_and_ends_faster(tmp_path):
 
 def test_an_unreachable_endpoint_falls_back_to_the_offline_specialists(tmp_path):
     config = config_file(tmp_path, timeout_s=0.5, max_attempts=2)
-    result = optimize(ROOT / "tasks" / "layernorm.yaml", tmp_path / "out", "http://127.0.0.1:9/v1", config,
+    result = optimize(LAYERNORM, tmp_path / "out", "http://127.0.0.1:9/v1", config,
                       "--budget", 8)
     assert result.exit_code == 0, result.output
     assert "continuing with the offline specialists" in " ".join(result.output.split())
@@ -112,7 +112,7 @@ def test_a_broken_reply_switches_the_llm_off_and_the_offline_specialists_finish(
     script = [json_reply(content_a_number), raw(b'{"choices": [{"message": {"content": "\xff\xfe"}}]}')]
     config = config_file(tmp_path, timeout_s=2.0, max_attempts=2)
     with FakeOpenAI(script) as server:  # the last step repeats
-        result = optimize(ROOT / "tasks" / "layernorm.yaml", tmp_path / "out", server.base_url, config,
+        result = optimize(LAYERNORM, tmp_path / "out", server.base_url, config,
                           "--budget", 8)
         asked = len(server.requests)
     assert result.exit_code == 0, result.output
@@ -125,7 +125,7 @@ def test_a_broken_reply_switches_the_llm_off_and_the_offline_specialists_finish(
 
 
 def test_llm_needs_the_agent_strategy(tmp_path):
-    result = CliRunner().invoke(app, ["optimize", str(ROOT / "tasks" / "layernorm.yaml"), "--strategy", "random",
+    result = CliRunner().invoke(app, ["optimize", str(LAYERNORM), "--strategy", "random",
                                       "--llm", "m", "--out", str(tmp_path), "--executor", "replay"],
                                 env={"KAGENT_CONFIG": str(config_file(tmp_path))})
     assert result.exit_code == 2 and "--strategy agent" in " ".join(result.output.split())
@@ -170,7 +170,7 @@ def test_the_model_sees_and_edits_the_parent_without_its_comment_lines(tmp_path)
     from kernel_agent.optimize.space import Space
     from kernel_agent.task import load_task
 
-    space = Space.of_task(load_task(ROOT / "tasks" / "layernorm.yaml"), generic=False)
+    space = Space.of_task(load_task(LAYERNORM), generic=False)
     view = parent_view(space, space.default("rowblock"))
     assert "// @kagent entry: layernorm" in view and "// @kagent knob VEC [memory]: 4 1 2" in view
     assert "// Expert layernorm" not in view and "\n\n\n" not in view

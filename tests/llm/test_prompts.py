@@ -20,7 +20,7 @@ from kernel_agent.llm.prompts import (
 from sandbox import Mismatch, compile_source, parse_directives
 from tests.paths import ROOT
 
-ROWBLOCK = ROOT / "tasks" / "layernorm" / "rowblock.cu"
+ROWBLOCK = ROOT / "tasks" / "level1" / "layernorm" / "rowblock.cu"
 SPECIALISTS = ("launch", "memory", "compute", "reduction")
 REPAIRS = ("compile_error", "resource_error", "launch_error", "runtime_error", "timeout", "wrong_result",
            "nondeterministic", "unparsed")

@@ -16,13 +16,13 @@ from kernel_agent.seams import Plan, SearchState
 from kernel_agent.task import load_task
 from sandbox.redact import MASK
 from tests.llm.fake_server import FakeOpenAI, answer, drip
-from tests.paths import ROOT
+from tests.paths import LAYERNORM, ROOT
 
-ROWBLOCK = (ROOT / "tasks" / "layernorm" / "rowblock.cu").read_text()
+ROWBLOCK = (ROOT / "tasks" / "level1" / "layernorm" / "rowblock.cu").read_text()
 
 
 def proposer_for(client: LLMClient, run_dir, waits: list, notices: list) -> LLMProposer:
-    task = load_task(ROOT / "tasks" / "layernorm.yaml")
+    task = load_task(LAYERNORM)
     space = Space.of_task(task, generic=False)
     del space.kernels["rowblock"]  # so that the model's rowblock is new
     return LLMProposer(client, task, space, run_dir, generic=False, arch="sm_90", notice=notices.append,

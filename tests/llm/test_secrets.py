@@ -10,7 +10,8 @@ import pytest
 import typer.main
 
 from kernel_agent.cli import app
-from kernel_agent.llm.client import LLMClient, LLMUnavailable
+from kernel_agent.llm.client import LLMClient
+from kernel_agent.llm.failures import LLMUnavailable
 from kernel_agent.llm.settings import LLMConfig, load_llm_config
 from sandbox import redact
 from sandbox.redact import MASK

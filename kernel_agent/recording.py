@@ -92,5 +92,6 @@ def tasks_with_recordings(path: Path, recordings: Path) -> list[tuple[Path, Task
 
 
 def best(cache: SweepCache) -> SweepRecord | None:
-    timed = [r for r in cache.records if r.outcome.status is Status.ok and r.outcome.timing]
-    return min(timed, key=lambda r: r.outcome.timing.median_ms, default=None)
+    timed = [(r.outcome.timing.median_ms, i, r) for i, r in enumerate(cache.records)
+             if r.outcome.status is Status.ok and r.outcome.timing]
+    return min(timed, default=(0.0, 0, None))[2]

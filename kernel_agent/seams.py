@@ -12,14 +12,15 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from sandbox import Knob, Outcome, Status
+from sandbox import Outcome, Status
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # for annotations only: the search's own types, which import this module
     from .optimize.knowledge import KnowledgeBase
+    from .optimize.space import Space
 
 
 @dataclass(frozen=True)
@@ -74,24 +75,9 @@ class Attempt:
         return self.outcome.timing.median_ms if self.outcome.status is Status.ok and self.outcome.timing else None
 
 
-class CandidateSpace(Protocol):
-    """What the state needs of the search space (optimize.space.Space)."""
-
-    @property
-    def size(self) -> int: ...
-
-    def all(self) -> Iterator[Candidate]: ...
-
-    def random(self, rng: random.Random, kernel: str | None = None) -> Candidate: ...
-
-    def default(self, kernel: str) -> Candidate: ...
-
-    def specialist_knobs(self, kernel: str, specialist: str) -> list[Knob]: ...
-
-
 @dataclass
 class SearchState:
-    space: CandidateSpace
+    space: Space
     rng: random.Random
     kb: KnowledgeBase
     attempts: list[Attempt] = field(default_factory=list)

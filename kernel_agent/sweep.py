@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from sandbox import (
@@ -103,6 +103,6 @@ def _open(out: Path, task: Task, task_file: Path, arch: str, worker: GpuWorker |
     if worker is not None:
         gpu = worker.info or worker.start()
     return SweepCache(
-        task=task.name, task_file=str(task_file), created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        task=task.name, task_file=str(task_file), created=datetime.now(UTC).isoformat(timespec="seconds"),
         executor=executor, arch=arch, compiler={"nvrtc": nvrtc_version()}, gpu=gpu, task_sha256=task.fingerprint(),
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -68,7 +69,7 @@ class Task(Strict):
         return value
 
     @model_validator(mode="after")
-    def _consistent(self) -> "Task":
+    def _consistent(self) -> Task:
         problems: list[str] = []
         dim_names = set(self.dims)
         for size_index, size in enumerate(self.check_sizes):
@@ -207,7 +208,7 @@ def load_task(path: str | Path) -> Task:
     if not path.is_file():
         raise TaskError(f"{path}: no such task file")
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506 - a safe loader
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
     except UnicodeDecodeError as exc:
         raise TaskError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     except OSError as exc:
@@ -236,7 +237,7 @@ def load_task(path: str | Path) -> Task:
 
 
 def format_errors(exc: ValidationError) -> str:
-    lines = []
+    lines: list[str] = []
     for error in exc.errors():
         location = ".".join(str(part) for part in error["loc"]) or "(top level)"
         message = error["msg"].removeprefix("Value error, ")
@@ -255,7 +256,7 @@ def discover(folder: str | Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*.yaml") if not p.name.startswith("."))
 
 
-def load_suite(paths: list[str | Path]) -> list[tuple[Path, Task]]:
+def load_suite(paths: Sequence[str | Path]) -> list[tuple[Path, Task]]:
     """(file, task) for every task file under the paths, in order; a task name seen twice is kept
     once (the first). Raises TaskError for a file that does not load."""
     found, names = [], set()

@@ -59,7 +59,7 @@ class Scalar(Strict):
     value: float | int
 
     @model_validator(mode="after")
-    def _fits_its_dtype(self) -> "Scalar":
+    def _fits_its_dtype(self) -> Scalar:
         if self.dtype.startswith("int"):
             if not float(self.value).is_integer():
                 raise ValueError(f"value {self.value} is not a whole number, as {self.dtype} needs")

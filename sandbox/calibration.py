@@ -17,9 +17,8 @@ def _cache_file(uuid: str) -> Path:
 
 def ceilings(worker: GpuWorker, remeasure: bool = False) -> dict:
     """{'copy_gbps', 'fma_gflops', 'device'} for the worker's GPU, from the cache unless asked anew."""
-    if worker.info is None:
-        worker.start()
-    path = _cache_file(worker.info.get("uuid", ""))
+    info = worker.info or worker.start()
+    path = _cache_file(info.get("uuid", ""))
     if path.exists() and not remeasure:
         return json.loads(path.read_text())
     measured = worker.calibrate()

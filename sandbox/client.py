@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import time
+from typing import Any
 
 from . import worker
 from .problem import Reply, Request
@@ -30,12 +31,12 @@ class GpuWorker:
         self.info: dict | None = None
         self.starts = 0
         self.last_restart_s: float | None = None  # seconds the last start took
-        self._process = None
-        self._conn = None
+        self._process: Any = None  # a multiprocessing Process of the spawn context, while one runs
+        self._conn: Any = None  # its end of the pipe
         self._interrupted = False
         self._context = multiprocessing.get_context("spawn")
 
-    def __enter__(self) -> "GpuWorker":
+    def __enter__(self) -> GpuWorker:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -30,7 +30,8 @@ _TOKEN = re.compile(
 _IDENT = re.compile(_IDENT_PATTERN)
 _BLANKS = re.compile(r"(?:[^\S\n]+|/\*.*?(?:\*/|\Z))*", re.DOTALL)  # what may stand between tokens of a directive
 _UCN = re.compile(r"\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})")
-_TRIGRAPHS = {"??=": "#", "??/": "\\", "??'": "^", "??(": "[", "??)": "]", "??!": "|", "??<": "{", "??>": "}", "??-": "~"}
+_TRIGRAPHS = {"??=": "#", "??/": "\\", "??'": "^", "??(": "[", "??)": "]", "??!": "|", "??<": "{", "??>": "}",
+              "??-": "~"}
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 from pydantic import BaseModel, Field
 
@@ -133,7 +133,8 @@ def _apply(body: str, number: int, entries: list[Entry], knobs: dict, scratch: d
         return
     m = _KEYED.match(body)
     if not m:
-        raise ValueError(f"unknown directive {body!r}; expected entry, grid, block, smem, params, knob, scratch or flags")
+        raise ValueError(f"unknown directive {body!r}; expected entry, grid, block, smem, params, knob, scratch "
+                         "or flags")
     key, value = m.groups()
     if key == "entry":
         if not _IDENT.match(value):
@@ -162,7 +163,9 @@ def _apply(body: str, number: int, entries: list[Entry], knobs: dict, scratch: d
 
 def _split_top_level(text: str) -> list[str]:
     """Split on commas that are not inside parentheses (so `ceil_div(a, b), c` is two parts)."""
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for ch in text:
         if ch == "," and depth == 0:
             parts.append("".join(current))

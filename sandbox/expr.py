@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import operator
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 Number = int | float
 
@@ -89,7 +89,7 @@ def _vet(node: ast.AST, text: str) -> None:
 def names(text: str) -> set[str]:
     """The variable names an expression refers to (function names excluded)."""
     tree = parse(text)
-    called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - called
 
 
@@ -158,6 +158,7 @@ def _eval(node: ast.AST, env: Mapping[str, Number], text: str) -> Number:
         return _eval(branch, env, text)
     if isinstance(node, ast.Call):
         args = [_eval(a, env, text) for a in node.args]
+        assert isinstance(node.func, ast.Name)  # _vet allowed no other callee
         try:
             return _checked(FUNCTIONS[node.func.id](*args), text)
         except (TypeError, ValueError, OverflowError) as exc:

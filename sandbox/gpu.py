@@ -41,7 +41,7 @@ class GuardedBuffer:
         on the H200 machine, this 10 ms."""
         try:
             host = cupyx.empty_pinned(self.view.shape, self.view.dtype)
-        except Exception:  # noqa: BLE001 - page-locked memory is limited; pageable memory still works
+        except Exception:
             return self.view.get()
         self.view.get(out=host)
         return host

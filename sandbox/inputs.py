@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -17,6 +17,7 @@ def draw(buffer: Buffer, rng: np.random.Generator) -> np.ndarray:
     """Values for an input buffer, already in storage form (what the kernel reads)."""
     init: Init = buffer.init or Init()
     shape = tuple(buffer.shape)
+    values: np.ndarray
     if init.kind == "normal":
         values = rng.normal(init.mean, init.std, size=shape)
     elif init.kind == "uniform":

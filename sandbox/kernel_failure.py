@@ -28,7 +28,8 @@ def failure_class(runs: list[dict], same: bool, message: str) -> tuple[Status, s
     if same:
         return Status.wrong_result, message
     if all(identical(runs[1], r) for r in runs[2:]):
-        return Status.wrong_result, f"{message}; the first launch differs from later ones (state kept between launches?)"
+        return Status.wrong_result, (f"{message}; the first launch differs from later ones "
+                                     "(state kept between launches?)")
     return Status.nondeterministic, f"{message}; outputs differ between identical runs (a race?)"
 
 

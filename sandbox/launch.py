@@ -3,7 +3,7 @@ scratch), and check them against what the GPU allows before anything runs."""
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from . import expr
 from .compiler import CompileResult
@@ -72,7 +72,7 @@ def _int(text: str, env: Mapping[str, float | int], what: str) -> int:
 
 
 def _dims3(values: list[int], limits: tuple[int, int, int], entry: str, what: str) -> tuple[int, int, int]:
-    padded = (values + [1, 1])[:3]
+    padded = ([*values, 1, 1])[:3]
     for axis, (value, limit) in enumerate(zip(padded, limits)):
         if not 1 <= value <= limit:
             raise LaunchPlanError(f"{entry}: {what} dimension {axis} is {value}, outside 1..{limit}")

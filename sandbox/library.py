@@ -22,7 +22,7 @@ def time_library(spec: str, case: SizeCase, inputs: dict[str, cp.ndarray], refer
         import torch
 
         return _time(torch, load_function(spec), case, inputs, reference, settings)
-    except Exception as exc:  # noqa: BLE001 - reported, never fatal
+    except Exception as exc:
         return None, [f"library baseline not timed: {type(exc).__name__}: {exc}"]
 
 

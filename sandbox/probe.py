@@ -59,7 +59,7 @@ def _child(conn, reference: str, cases: list[SizeCase], seed: int, timed_index: 
     try:
         report = probe_in_process(reference, cases, seed, timed_index, only)
         conn.send((report.errors, report.warnings))
-    except BaseException as exc:  # noqa: BLE001 - SystemExit too: the author's code, reported as text
+    except BaseException as exc:
         where = traceback.extract_tb(exc.__traceback__)[-1]
         conn.send(([f"reference: calling it failed: {type(exc).__name__}: {exc} "
                     f"({where.filename}:{where.lineno})"], []))
@@ -121,8 +121,9 @@ def _answer(function, case: SizeCase, seed: int, index: int) -> dict[str, np.nda
 
 def _trivial_passes(case: SizeCase, expected: dict[str, np.ndarray],
                     other: dict[str, np.ndarray] | None) -> list[tuple[str, str, str]]:
-    """(output, kind of guess, the guess in words) for each output that all zeros, one constant, or (given `other`) the answer for
-    other inputs matches within tolerance: a kernel that ignores its inputs could then pass."""
+    """(output, kind of guess, the guess in words) for each output that all zeros, one constant, or (given
+    `other`) the answer for other inputs matches within tolerance: a kernel that ignores its inputs could
+    then pass."""
     found = []
     for out in (b for b in case.buffers if b.role == "output"):
         ref, dtype = expected[out.name], lookup(out.dtype)

@@ -155,18 +155,14 @@ def _set(data: Any, path: tuple, value: Any) -> None:
         else:
             return
     last = path[-1]
-    if isinstance(target, dict):
-        target[last] = value
-    elif isinstance(target, list) and isinstance(last, int) and last < len(target):
+    if isinstance(target, dict) or (isinstance(target, list) and isinstance(last, int) and last < len(target)):
         target[last] = value
 
 
 def _drop(data: Any, path: tuple) -> None:
     target = data
     for key in path[:-1]:
-        if isinstance(target, dict) and key in target:
-            target = target[key]
-        elif isinstance(target, list) and isinstance(key, int) and key < len(target):
+        if (isinstance(target, dict) and key in target) or (isinstance(target, list) and isinstance(key, int) and key < len(target)):
             target = target[key]
         else:
             return

@@ -4,9 +4,9 @@ kernels as written, a ready-made kernel file, or the best kernel `kagent optimiz
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from sandbox import GpuWorker, Interrupted, KernelError, Outcome, Settings, Status
 
@@ -40,6 +40,7 @@ class Lane:
         if self.interrupted:
             raise Interrupted(f"{self.name} was stopped")
         if self.worker is None:
+            assert self.device is not None, "a lane without a GPU has no worker"
             self.worker = GpuWorker(self.device)
             if self.interrupted:  # interrupt() ran while the worker was being made
                 self.worker.interrupt()
@@ -64,8 +65,8 @@ def as_written(task: Task, level: str, lane: Lane) -> TaskResult:
     kernels = {label: path for label, path in task.kernel_paths().items() if label != "baseline"}
     kernels = kernels or {"baseline": task.path(task.baseline)}
     outcomes = {label: evaluate_file(task, label, path, lane) for label, path in kernels.items()}
-    correct = [label for label, (o, _) in outcomes.items() if o.status is Status.ok and o.timing]
-    label = min(correct, key=lambda c: outcomes[c][0].timing.median_ms) if correct else next(iter(outcomes))
+    timed = {label: o.timing.median_ms for label, (o, _) in outcomes.items() if o.status is Status.ok and o.timing}
+    label = min(timed, key=timed.__getitem__) if timed else next(iter(outcomes))
     outcome, replayed = outcomes[label]
     return task_result(task, level, "as-written", f"{label} (as written)", outcome, lane, replayed,
                        evaluations=len(outcomes), started=started)

@@ -8,8 +8,8 @@ import queue
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -112,7 +112,7 @@ class Bench:
         started = time.perf_counter()
         try:
             if self.config.mode == "kernels":
-                return ready_made(task, level, Path(self.config.kernels), lane)
+                return ready_made(task, level, Path(self.config.kernels or "."), lane)
             if self.config.mode == "optimize":
                 def progress(state, attempts):
                     if self.stopping.is_set():  # between two batches: the journal holds the last one
@@ -121,7 +121,7 @@ class Bench:
                 hooks = Hooks(on_batch=progress, notice=lambda text: self.notice(f"{task.name}: {text}"))
                 return optimized(task, file, level, lane, self.run_dir / "optimize", self.config, hooks, self.llm_url)
             return as_written(task, level, lane)
-        except Exception as exc:  # noqa: BLE001 - one task's failure must not stop the others
+        except Exception as exc:
             if self.stopping.is_set():  # a consequence of the stop, not the task's failure
                 raise Interrupted(task.name) from exc
             (self.run_dir / "tasks").mkdir(parents=True, exist_ok=True)
@@ -143,7 +143,8 @@ class Bench:
         env = {"run": self.config.run_id, "mode": self.config.mode, "executor": self.config.executor,
                "python": platform.python_version(), "numpy": np.__version__, "nvrtc": nvrtc_version()}
         if self.config.mode == "optimize":
-            env["budget"] = f"{self.config.budget} evaluations per task ({self.config.strategy}, seed {self.config.seed})"
+            config = self.config
+            env["budget"] = f"{config.budget} evaluations per task ({config.strategy}, seed {config.seed})"
         if self.config.executor == "gpu":
             env["gpus"] = ", ".join(map(str, self.config.gpus))
             if self.gpu_info:

@@ -52,7 +52,7 @@ class BenchConfig(BaseModel):
         write_atomic(run_dir / "bench.json", self.model_dump_json(indent=1).encode())
 
     @classmethod
-    def load(cls, run_dir: Path) -> "BenchConfig":
+    def load(cls, run_dir: Path) -> BenchConfig:
         return cls.model_validate_json((run_dir / "bench.json").read_text())
 
 
@@ -151,4 +151,5 @@ def find_bench(out: Path, resume: str) -> Path:
     for folder in (Path(resume), out / resume):
         if (folder / "bench.json").is_file():
             return folder
-    raise BenchInputError(f"--resume {resume}: no bench folder with a bench.json (looked at {resume} and {out / resume})")
+    raise BenchInputError(f"--resume {resume}: no bench folder with a bench.json "
+                          f"(looked at {resume} and {out / resume})")

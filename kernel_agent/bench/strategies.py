@@ -69,7 +69,8 @@ def run_replay(task_file: Path, recording: Path, strategy: str, seed: int, budge
                        budget=budget, executor="replay", recording=str(recording), warm_start=False, generic=False)
     run_dir = folder / config.run_id
     run_dir.mkdir(parents=True, exist_ok=True)
-    chosen = make_strategy(strategy, policies=policies or PolicyBook()) if strategy == "agent" else make_strategy(strategy)
+    chosen = make_strategy(strategy, policies=policies or PolicyBook()) if strategy == "agent" \
+        else make_strategy(strategy)
     store = Store(folder / "bench.sqlite")
     try:
         result = search(config, space, executor, chosen, run_dir, store)
@@ -89,9 +90,12 @@ def evaluations_to(attempts, target_ms: float) -> int:
 
 
 def bench_task(task_file: Path, recording: Path, seeds: int, strategies=("agent", "evolutionary", "random"),
-               family_files: list[Path] | None = None) -> TaskRow:
+               family_files: list[tuple[Path, Path]] | None = None) -> TaskRow:
+    """`family_files`: (task file, recording) of the family's other tasks, to warm-start the agent."""
     cache = load(recording)
     top = best(cache)
+    if top is None or top.outcome.timing is None or cache.baseline_timing is None:
+        raise ValueError(f"{recording} has no correct timed candidate to compare with")
     size = Space.of_task(load_task(task_file), generic=False).size
     row = TaskRow(cache.task, size, cache.baseline_timing["median_ms"], top.outcome.timing.median_ms)
     target = top.outcome.timing.median_ms / TARGET

@@ -1,10 +1,12 @@
-"""What `kagent bench` leaves behind: results.json, results.csv, report.md and speedups.png (each written atomically)."""
+"""What `kagent bench` leaves behind: results.json, results.csv, report.md and speedups.png (each
+written atomically)."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..files import write_atomic
@@ -19,7 +21,7 @@ SUSPECT_NOTE = "SUSPECT: faster than the roofline"
 
 
 def write_report(run_dir: Path, results: list[TaskResult], environment: dict, title: str,
-                 unfinished: list[str] = ()) -> None:
+                 unfinished: Sequence[str] = ()) -> None:
     """Write the four report files into `run_dir` (created if needed). `unfinished`: the suite's tasks
     with no result yet (an interrupted bench); the metrics cover the finished ones only."""
     run_dir = Path(run_dir)
@@ -32,7 +34,7 @@ def write_report(run_dir: Path, results: list[TaskResult], environment: dict, ti
 
 
 def results_json(results: list[TaskResult], m: BenchMetrics, environment: dict, title: str,
-                 unfinished: list[str] = ()) -> str:
+                 unfinished: Sequence[str] = ()) -> str:
     by_level = {level: lm.model_dump(mode="json") for level, lm in metrics_by_level(results).items()}
     doc = {"format": FORMAT, "title": title, "environment": environment, "metrics": m.model_dump(mode="json"),
            "by_level": by_level, "tasks": [r.record() for r in results], "unfinished": list(unfinished)}
@@ -121,7 +123,7 @@ HOW_TO_READ = (
 
 
 def report_markdown(results: list[TaskResult], m: BenchMetrics, environment: dict, title: str,
-                    unfinished: list[str] = ()) -> str:
+                    unfinished: Sequence[str] = ()) -> str:
     lines = [f"# {title}", ""]
     if unfinished:
         lines += [(f"**Partial: {len(unfinished)} of {m.tasks + len(unfinished)} tasks not finished "
@@ -131,11 +133,11 @@ def report_markdown(results: list[TaskResult], m: BenchMetrics, environment: dic
         lines += [(f"**Replayed timings: {m.replayed} of {m.tasks} tasks' timings are replayed recordings, "
                    "not measured now.**"), ""]
     lines += [f"- {k}: {v}" for k, v in environment.items()] + [""]
-    lines += ["## Metrics", ""] + metrics_lines(m) + [""]
+    lines += ["## Metrics", "", *metrics_lines(m), ""]
     levels = metrics_by_level(results)
     if len(levels) > 1:
-        lines += ["## By level", ""] + level_lines(levels) + [""]
+        lines += ["## By level", "", *level_lines(levels), ""]
     lines += ["## Failures by class", ""]
     lines += [f"- {status}: {count}" for status, count in m.failures.items()] or ["none"]
-    lines += ["", "## Tasks", ""] + task_lines(results) + ["", HOW_TO_READ, ""]
+    lines += ["", "## Tasks", "", *task_lines(results), "", HOW_TO_READ, ""]
     return "\n".join(lines)

@@ -8,7 +8,7 @@ the commands show is drawn by `kernel_agent/render/`.
 from .app import app
 
 # Importing each module registers its commands, in the order `kagent --help` lists them.
-from . import task_commands, optimize_command, bench_commands  # noqa: E402, F401, I001  # isort: skip
+from . import task_commands, optimize_command, bench_commands  # noqa: F401  # isort: skip
 
 
 def main() -> None:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 from rich.console import Console
@@ -57,20 +56,32 @@ from .optimize_command import llm_settings_from
 
 @app.command()
 def bench(
-    paths: Optional[List[Path]] = typer.Argument(None, help="Suite folders or task files, e.g. tasks/level1 (not needed with --resume)."),
-    optimize_tasks: bool = typer.Option(False, "--optimize", help="Run `kagent optimize` on each task within --budget."),
-    budget: int = typer.Option(40, min=1, max=MAX_BUDGET, help="Evaluations per task with --optimize, the baseline included."),
-    kernels: Optional[Path] = typer.Option(None, help="Folder of ready-made kernels, one TASK.cu per task "
+    paths: list[Path] | None = typer.Argument(None,
+                                              help="Suite folders or task files, e.g. tasks/level1 "
+                                                   "(not needed with --resume)."),
+    optimize_tasks: bool = typer.Option(False, "--optimize",
+                                        help="Run `kagent optimize` on each task within --budget."),
+    budget: int = typer.Option(40, min=1, max=MAX_BUDGET,
+                               help="Evaluations per task with --optimize, the baseline included."),
+    kernels: Path | None = typer.Option(None, help="Folder of ready-made kernels, one TASK.cu per task "
                                            "(to score kernels another system wrote)."),
-    gpus: Optional[str] = typer.Option(None, help="GPU indices to spread the tasks over, e.g. 0,1 [default: every visible GPU]."),
-    resume: Optional[str] = typer.Option(None, help="Continue an interrupted bench (its folder or run id): finished tasks are skipped."),
+    gpus: str | None = typer.Option(None,
+                                    help="GPU indices to spread the tasks over, e.g. 0,1 "
+                                         "[default: every visible GPU]."),
+    resume: str | None = typer.Option(None,
+                                      help="Continue an interrupted bench (its folder or run id): "
+                                           "finished tasks are skipped."),
     out: Path = typer.Option(Path("results/bench"), help="Folder for benches (OUT/RUN/)."),
-    executor: str = typer.Option("auto", help="gpu (measure now), replay (the recorded H200 sweeps), or auto: the GPUs if there are any."),
-    strategy: str = typer.Option("agent", help="Search strategy with --optimize (agent, random, exhaustive, evolutionary)."),
+    executor: str = typer.Option("auto",
+                                 help="gpu (measure now), replay (the recorded H200 sweeps), "
+                                      "or auto: the GPUs if there are any."),
+    strategy: str = typer.Option("agent",
+                                 help="Search strategy with --optimize (agent, random, exhaustive, evolutionary)."),
     seed: int = typer.Option(0, min=0, max=MAX_SEED, help="Seed of each task's search."),
     budget_ms: float = typer.Option(200.0, help="Time spent in timed launches per kernel (GPU)."),
-    llm: Optional[str] = typer.Option(None, "--llm", help="Model name for --optimize [default: KAGENT_LLM_MODEL or the config file's]."),
-    llm_base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint [default: OPENAI_BASE_URL]."),
+    llm: str | None = typer.Option(None, "--llm",
+                                   help="Model name for --optimize [default: KAGENT_LLM_MODEL or the config file's]."),
+    llm_base_url: str | None = typer.Option(None, help="OpenAI-compatible endpoint [default: OPENAI_BASE_URL]."),
     no_llm: bool = typer.Option(False, "--no-llm", help="Offline specialists only, even if an LLM is configured."),
 ) -> None:
     """Evaluate a suite and report what people publish: correctness, fast_p, geomean speedups.
@@ -125,8 +136,9 @@ def bench(
 @app.command("suite-table")
 def suite_table_command(
     path: Path = typer.Argument(Path("tasks"), help="A task file or a folder of them."),
-    recordings: Optional[Path] = typer.Option(None, help="Folder of recorded sweeps [default: tasks/recordings/h200]."),
-    recorded: bool = typer.Option(False, "--recorded", help="Print the recorded figures instead of measuring (no GPU)."),
+    recordings: Path | None = typer.Option(None, help="Folder of recorded sweeps [default: tasks/recordings/h200]."),
+    recorded: bool = typer.Option(False, "--recorded",
+                                  help="Print the recorded figures instead of measuring (no GPU)."),
     device: int = typer.Option(0, help="GPU index."),
     budget_ms: float = typer.Option(400.0, help="Time spent in timed launches per kernel."),
 ) -> None:
@@ -143,7 +155,8 @@ def suite_table_command(
         fail(2, f"no task under {path} has a recorded sweep in {recordings or RECORDINGS}")
     if not recorded and detect_arch(device) is None:
         fail(3, "no CUDA GPU found: use --recorded to print the recorded figures")
-    title = "recorded sweeps (not re-measured)" if recorded else "measured now: best variant beside baseline and library"
+    title = "recorded sweeps (not re-measured)" if recorded \
+        else "measured now: best variant beside baseline and library"
     rows = []
     worker = None if recorded else GpuWorker(device)
     try:
@@ -166,7 +179,7 @@ def suite_table_command(
 @app.command("replay-bench")
 def replay_bench_command(
     path: Path = typer.Argument(Path("tasks"), help="A task file or a folder of them."),
-    recordings: Optional[Path] = typer.Option(None, help="Folder of recorded sweeps [default: tasks/recordings/h200]."),
+    recordings: Path | None = typer.Option(None, help="Folder of recorded sweeps [default: tasks/recordings/h200]."),
     seeds: int = typer.Option(10, help="Seeds per strategy (medians are reported)."),
     warm: bool = typer.Option(True, "--warm/--no-warm", help="Also measure the agent warm-started from policies "
                                                             "trained on the other tasks of the same family."),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -47,28 +46,37 @@ from .app import (
 
 @app.command()
 def optimize(
-    task_file: Optional[Path] = typer.Argument(None, help="Task YAML, e.g. tasks/level1/layernorm.yaml (not needed with --resume)."),
-    budget: Optional[int] = typer.Option(None, min=1, max=MAX_BUDGET,
+    task_file: Path | None = typer.Argument(None,
+                                            help="Task YAML, e.g. tasks/level1/layernorm.yaml "
+                                                 "(not needed with --resume)."),
+    budget: int | None = typer.Option(None, min=1, max=MAX_BUDGET,
                                          help="Evaluations to spend, the baseline included [default: 40]."),
-    time_limit: Optional[float] = typer.Option(None, "--time-limit", help="Stop after this many seconds (then finish the report)."),
+    time_limit: float | None = typer.Option(None, "--time-limit",
+                                            help="Stop after this many seconds (then finish the report)."),
     strategy: str = typer.Option("agent", help="agent (planner + specialists), random, exhaustive or evolutionary."),
-    seed: int = typer.Option(0, min=0, max=MAX_SEED, help="Seed of the search (a replayed run is deterministic for a seed)."),
+    seed: int = typer.Option(0, min=0, max=MAX_SEED,
+                             help="Seed of the search (a replayed run is deterministic for a seed)."),
     batch: int = typer.Option(4, min=1, max=MAX_BATCH, help="Candidates proposed and ranked together."),
-    executor: str = typer.Option("auto", help="gpu (measure now), replay (a recorded sweep), or auto: the GPU if there is one."),
-    recording: Optional[Path] = typer.Option(None, help="Recorded sweep to replay [default: tasks/recordings/h200/TASK.json]."),
-    fix: List[str] = typer.Option([], "--fix", help="Pin a knob, NAME=VALUE (repeatable)."),
-    resume: Optional[str] = typer.Option(None, help="Continue an interrupted run: its folder or run id."),
-    out: Path = typer.Option(Path("results"), help="Folder for runs (OUT/TASK/RUN/), the attempt store and learned policies."),
+    executor: str = typer.Option("auto",
+                                 help="gpu (measure now), replay (a recorded sweep), "
+                                      "or auto: the GPU if there is one."),
+    recording: Path | None = typer.Option(None,
+                                          help="Recorded sweep to replay [default: tasks/recordings/h200/TASK.json]."),
+    fix: list[str] = typer.Option([], "--fix", help="Pin a knob, NAME=VALUE (repeatable)."),
+    resume: str | None = typer.Option(None, help="Continue an interrupted run: its folder or run id."),
+    out: Path = typer.Option(Path("results"),
+                             help="Folder for runs (OUT/TASK/RUN/), the attempt store and learned policies."),
     warm_start: bool = typer.Option(True, "--warm-start/--no-warm-start",
                                     help="Start from the policies and failure rules learned by earlier runs."),
     device: int = typer.Option(0, help="GPU index."),
     budget_ms: float = typer.Option(200.0, help="Time spent in timed launches per candidate (GPU)."),
-    llm: Optional[str] = typer.Option(None, "--llm", help="Model name: an LLM writes and repairs kernels "
+    llm: str | None = typer.Option(None, "--llm", help="Model name: an LLM writes and repairs kernels "
                                       "[default: KAGENT_LLM_MODEL or the config file's, if any]."),
-    llm_base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint [default: OPENAI_BASE_URL]."),
-    llm_budget: Optional[int] = typer.Option(None, min=0, max=MAX_SEED,
+    llm_base_url: str | None = typer.Option(None, help="OpenAI-compatible endpoint [default: OPENAI_BASE_URL]."),
+    llm_budget: int | None = typer.Option(None, min=0, max=MAX_SEED,
                                              help="Tokens (prompt + completion) the LLM may spend in this run."),
-    llm_every: int = typer.Option(2, min=1, help="Ask the LLM for a new kernel every N batches (and whenever stalled)."),
+    llm_every: int = typer.Option(2, min=1,
+                                  help="Ask the LLM for a new kernel every N batches (and whenever stalled)."),
     no_llm: bool = typer.Option(False, "--no-llm", help="Offline specialists only, even if an LLM is configured."),
 ) -> None:
     """Search a task's kernels, knobs and generic edits for the fastest correct kernel.
@@ -89,7 +97,8 @@ def optimize(
         else:
             if task_file is None:
                 fail(2, "give a task file (or --resume RUN)")
-            llm_settings, llm_url = (None, None) if no_llm else llm_settings_from(llm, llm_base_url, llm_budget, llm_every)
+            llm_settings, llm_url = (None, None) if no_llm else \
+                llm_settings_from(llm, llm_base_url, llm_budget, llm_every)
             options = OptimizeOptions(task_file=task_file, out=out, strategy=strategy, seed=seed,
                                       budget=40 if budget is None else budget, batch=batch, executor=executor,
                                       recording=recording, time_limit_s=time_limit, warm_start=warm_start,
@@ -153,18 +162,20 @@ def llm_settings_from(model: str | None, base_url: str | None, budget: int | Non
     return settings, config.base_url
 
 
-def _resume_llm(config: RunConfig, no_llm: bool, model: str | None, base_url: str | None, budget: int | None) -> str | None:
+def _resume_llm(config: RunConfig, no_llm: bool, model: str | None, base_url: str | None,
+                budget: int | None) -> str | None:
     """The LLM flags given with --resume win over the run's own: --no-llm switches it off, --llm,
     --llm-base-url and --llm-budget replace what run.json says. Returns the endpoint to call: the run's,
     unless another is given now (credentials are never stored, so they come from the flag or the
     environment again)."""
     before = config.llm
-    if no_llm or not (model or before):
+    chosen = model or (before.model if before else None)
+    if no_llm or chosen is None:
         config.llm = None
         return None
-    settings, url = llm_settings_from(model or before.model, base_url,
-                                  budget if budget is not None else (before.token_budget if before else None),
-                                  before.every if before else 2)
+    settings, url = llm_settings_from(chosen, base_url,
+                                      budget if budget is not None else (before.token_budget if before else None),
+                                      before.every if before else 2)
     if base_url is None and before is not None and settings is not None and settings.base_url != before.base_url:
         settings.base_url = url = before.base_url  # the environment names another endpoint: keep the run's
     config.llm = settings

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 from rich.markup import escape
@@ -44,12 +43,12 @@ from .app import MAX_SEED, app, arch_option, check_positive, fail, knob_pairs, t
 @app.command("check")
 def check_command(
     task_file: Path = typer.Argument(..., help="Task YAML, e.g. tasks/level1/layernorm.yaml."),
-    kernel: Optional[Path] = typer.Argument(None, help="Kernel .cu file; default: the task's baseline."),
-    knob: List[str] = typer.Option([], "--knob", "-k", help="Knob value NAME=VALUE (repeatable)."),
-    flag: List[str] = typer.Option([], "--flag", help="Extra NVRTC flag, e.g. -use_fast_math (repeatable)."),
+    kernel: Path | None = typer.Argument(None, help="Kernel .cu file; default: the task's baseline."),
+    knob: list[str] = typer.Option([], "--knob", "-k", help="Knob value NAME=VALUE (repeatable)."),
+    flag: list[str] = typer.Option([], "--flag", help="Extra NVRTC flag, e.g. -use_fast_math (repeatable)."),
     compile_only: bool = typer.Option(False, "--compile-only", help="Compile and check resources only; no GPU needed."),
     as_json: bool = typer.Option(False, "--json", help="Print the Outcome as one JSON object."),
-    arch: Optional[str] = typer.Option(None, help="Target architecture, e.g. sm_90 (default: the GPU's)."),
+    arch: str | None = typer.Option(None, help="Target architecture, e.g. sm_90 (default: the GPU's)."),
     device: int = typer.Option(0, help="GPU index."),
     seed: int = typer.Option(0, min=0, max=MAX_SEED, help="Seed of the random inputs."),
     budget_ms: float = typer.Option(400.0, help="Time spent in timed launches per kernel."),
@@ -124,11 +123,11 @@ def validate_command(
 @app.command("sweep")
 def sweep_command(
     task_file: Path = typer.Argument(..., help="Task YAML."),
-    variant: Optional[str] = typer.Option(None, help="Sweep only this variant (and the baseline)."),
-    out: Optional[Path] = typer.Option(None, help="Replay cache to write (default results/sweeps/TASK-ARCH.json); "
+    variant: str | None = typer.Option(None, help="Sweep only this variant (and the baseline)."),
+    out: Path | None = typer.Option(None, help="Replay cache to write (default results/sweeps/TASK-ARCH.json); "
                                                   "an existing one is resumed."),
     compile_only: bool = typer.Option(False, "--compile-only", help="Compile every combination; no GPU needed."),
-    arch: Optional[str] = typer.Option(None, help="Target architecture (default: the GPU's)."),
+    arch: str | None = typer.Option(None, help="Target architecture (default: the GPU's)."),
     device: int = typer.Option(0, help="GPU index."),
     budget_ms: float = typer.Option(200.0, help="Time spent in timed launches per candidate."),
     max_combinations: int = typer.Option(MAX_COMBINATIONS, min=1, help="Refuse a task with more knob combinations."),
@@ -161,7 +160,8 @@ def sweep_command(
         except (KernelError, KeyError, ValueError, RuntimeError) as exc:
             fail(2, str(exc))
         except KeyboardInterrupt:
-            errors.print(f"interrupted: what was measured is kept in {out}; run the same command to resume", markup=False)
+            errors.print(f"interrupted: what was measured is kept in {out}; run the same command to resume",
+                         markup=False)
             raise typer.Exit(130) from None
         finally:
             if worker is not None:
@@ -169,7 +169,7 @@ def sweep_command(
     failures = Counter(r.outcome.status.value for r in cache.records if r.outcome.candidate_id not in before)
     console.print(f"{len(cache.records)} candidates recorded in {out}; this run: {dict(failures) or 'nothing new'}",
                   markup=False)
-    if top := best(cache):
+    if (top := best(cache)) and top.outcome.timing:
         console.print(f"best: {top.kernel} {top.knobs} {top.outcome.timing.median_ms:.4f} ms "
                       f"({top.outcome.speedup or 1:.2f}x the baseline)")
 

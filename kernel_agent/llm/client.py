@@ -126,7 +126,7 @@ class LLMClient:
         timeout_s = min(PROBE_TIMEOUT_S, self.config.timeout_s)
         try:
             return call_before(lambda _: self._probe(timeout_s), time.monotonic() + timeout_s)
-        except Exception as exc:  # noqa: BLE001 - a doctor must report, not crash
+        except Exception as exc:
             hint = HINT if isinstance(exc, openai.APIConnectionError) else "check the URL, the key and the server"
             return False, redact(f"cannot list the models at {self.base_url}: {describe(exc, timeout_s)}; {hint}")
 

@@ -25,7 +25,7 @@ def prompt_context(task: Task, space: Space, state: SearchState, parent: Candida
         "parent_source": parent_view(space, parent),
         "parent_outcome": _summary(parent_attempt.outcome) if parent_attempt else "not measured yet",
         "roofline": _roofline(state),
-        "best": [{"rank": i + 1, "label": a.candidate.label(), "ms": round(a.ms, 4),
+        "best": [{"rank": i + 1, "label": a.candidate.label(), "ms": round(a.ms or 0.0, 4),
                   "speedup": round(a.outcome.speedup, 2) if a.outcome.speedup else None}
                  for i, a in enumerate(state.correct()[:BEST_ROWS])],
         "rules": state.kb.as_dont(),

@@ -44,7 +44,7 @@ def call_before(call: Callable[[threading.Event], T], deadline: float) -> T:
     def run() -> None:
         try:
             outcome.value = call(cancelled)
-        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread, which re-raises it
+        except BaseException as exc:
             outcome.error = exc
         finally:
             outcome.done.set()

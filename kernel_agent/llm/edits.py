@@ -24,7 +24,9 @@ class Edit:
 def split_edits(text: str) -> tuple[list[Edit], int | None]:
     """The edit blocks in order, and the number of a block left unfinished (None when all closed)."""
     edits: list[Edit] = []
-    state, search, replace = "outside", [], []
+    state = "outside"
+    search: list[str] = []
+    replace: list[str] = []
     for line in text.split("\n"):
         if state == "outside" and SEARCH_LINE.match(line):
             state, search, replace = "search", [], []

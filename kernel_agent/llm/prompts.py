@@ -191,6 +191,7 @@ def _environment() -> Environment:
 
 def _required(name: str) -> frozenset[str]:
     env = _environment()
+    assert env.loader is not None
     source = env.loader.get_source(env, name)[0]
     tree = env.parse(source)
     imports = list(tree.find_all((nodes.Import, nodes.FromImport)))
@@ -199,7 +200,8 @@ def _required(name: str) -> frozenset[str]:
               for alias in n.names}
     names = set(meta.find_undeclared_variables(tree)) - set(env.globals) - bound
     # imported macros see only their arguments, so an imported file needs nothing from the caller
-    imported = {n.template.value for n in imports if isinstance(n.template, nodes.Const)}
+    imported = {n.template.value for n in imports
+                if isinstance(n, (nodes.Import, nodes.FromImport)) and isinstance(n.template, nodes.Const)}
     for other in meta.find_referenced_templates(tree):
         if other is not None and other not in imported:
             names |= _required(other)

@@ -138,8 +138,8 @@ class LLMProposer:
                 tally.parsed += 1
                 self.origins[label] = Origin(role, round_, self.calls, parent)
                 return Proposal(self.space.default(label), parent=parent, note=f"LLM {role}, round {round_}")
-            messages = messages + [{"role": "assistant", "content": completion["text"]},
-                                   {"role": "user", "content": render("repair_unparsed.j2", feedback=problem)}]
+            messages = [*messages, {"role": "assistant", "content": completion["text"]},
+                        {"role": "user", "content": render("repair_unparsed.j2", feedback=problem)}]
         return None
 
     def _same_as(self, source: str) -> str | None:

@@ -7,8 +7,8 @@ made when the candidate is built, and `best.cu` carries the edited source.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from sandbox import Knob, evaluate_int
 
@@ -40,11 +40,11 @@ def _restrict(source: str, value: str, knobs, block) -> tuple[str, list[str]]:
 def _unroll(source: str, value: str, knobs, block) -> tuple[str, list[str]]:
     if value == OFF:
         return source, []
-    lines, out = source.splitlines(), []
-    for i, line in enumerate(lines):
+    out: list[str] = []
+    for line in source.splitlines():
         previous = out[-1].strip() if out else ""
-        if _FOR.match(line) and not previous.startswith("#pragma unroll"):
-            out.append(f"{_FOR.match(line).group(1)}#pragma unroll {value}")
+        if (loop := _FOR.match(line)) and not previous.startswith("#pragma unroll"):
+            out.append(f"{loop.group(1)}#pragma unroll {value}")
         out.append(line)
     return "\n".join(out) + "\n", []
 
@@ -63,7 +63,7 @@ def _block_threads(block: list[str], knobs: dict[str, str]) -> int | None:
         for expression in block:
             total *= evaluate_int(expression, {k: int(v) for k, v in knobs.items() if v.lstrip("-").isdigit()})
         return total
-    except Exception:  # noqa: BLE001 - depends on dims: the knob does not apply
+    except Exception:
         return None
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from sandbox import Outcome, Status
 
@@ -132,11 +132,12 @@ def _record(config, executor, state: SearchState, journal: Journal, store: Store
     """Add a batch to the state and the store; journal the attempts that were not in the journal."""
     for attempt in batch:
         best = state.best()
-        improved = attempt.ms is not None and (best is None or attempt.ms < best.ms)
+        improved = attempt.ms is not None and (best is None or best.ms is None or attempt.ms < best.ms)
         state.attempts.append(attempt)
         state.since_improvement = 0 if improved else state.since_improvement + 1
         if attempt.outcome.status is not Status.not_run:
-            state.kb.learn_from(attempt.candidate, attempt.outcome.status, attempt.outcome.log or attempt.outcome.message)
+            outcome = attempt.outcome
+            state.kb.learn_from(attempt.candidate, outcome.status, outcome.log or outcome.message)
         if attempt.outcome.status is not Status.ok:
             status = attempt.outcome.status.value
             result.failures[status] = result.failures.get(status, 0) + 1

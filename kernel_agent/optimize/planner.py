@@ -82,13 +82,14 @@ class Planner:
 
     def choose_parent(self, state: SearchState) -> tuple[Candidate, str]:
         # a parent the specialists can change: a kernel with knobs (the baseline may have none)
-        correct = [a for a in state.correct() if state.space.kernels[a.candidate.kernel].tunable]  # type: ignore[attr-defined]
+        correct = [a for a in state.correct() if state.space.kernels[a.candidate.kernel].tunable]
         if not correct:
-            return state.space.default(next(iter(state.space.kernels))), EXPLOIT  # type: ignore[attr-defined]
-        roll, total, why = state.rng.random(), 0.0, EXPLOIT
-        for why, odds in PARENT_ODDS:
+            return state.space.default(next(iter(state.space.kernels))), EXPLOIT
+        roll, total, why = state.rng.random(), 0.0, PARENT_ODDS[-1][0]
+        for choice, odds in PARENT_ODDS:
             total += odds
             if roll < total:
+                why = choice
                 break
         if why == BOUNDARY:
             failed = [a.candidate for a in state.attempts if a.ms is None]

@@ -63,7 +63,7 @@ class PolicyBook:
         return root / arch / f"{family}.json"
 
     @classmethod
-    def load(cls, path: Path) -> "PolicyBook":
+    def load(cls, path: Path) -> PolicyBook:
         """The book saved at `path` (an empty one if there is none); PolicyError if it is unreadable."""
         if not path.exists():
             return cls()
@@ -79,7 +79,7 @@ class PolicyBook:
         data = {"runs": self.runs, "policies": {s: p.logits for s, p in self.policies.items()}}
         write_atomic(path, json.dumps(data, indent=1, sort_keys=True).encode())
 
-    def learned_since(self, start: "PolicyBook") -> "PolicyBook":
+    def learned_since(self, start: PolicyBook) -> PolicyBook:
         """What this book learned after it was `start`: the change of every logit."""
         delta = PolicyBook(runs=self.runs - start.runs)
         for name, policy in self.policies.items():
@@ -91,7 +91,7 @@ class PolicyBook:
                         delta[name].logits.setdefault(knob, {})[value] = change
         return delta
 
-    def merge_into(self, path: Path, start: "PolicyBook") -> None:
+    def merge_into(self, path: Path, start: PolicyBook) -> None:
         """Add what this book learned since `start` to the book at `path`, under a lock: two runs that
         share a policies folder both keep their updates (the later no longer overwrites the earlier)."""
         delta = self.learned_since(start)

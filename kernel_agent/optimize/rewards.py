@@ -29,7 +29,8 @@ def rank_rewards(outcomes: list[Outcome], best_before_ms: float | None,
         reward = 1.0 - rank / (len(times) - 1) if len(times) > 1 else 1.0
         if best_before_ms is None or ms < best_before_ms:
             reward += IMPROVEMENT_BONUS
-        if parent_ms and parent_ms[i] is not None and ms > parent_ms[i]:
+        parent = parent_ms[i] if parent_ms else None
+        if parent is not None and ms > parent:
             reward += SLOWER_THAN_PARENT
         rewards.append(reward)
     return rewards

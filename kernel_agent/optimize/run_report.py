@@ -87,7 +87,8 @@ def report_markdown(result: RunResult, strategy, plots: bool = True, roofline: b
 
 def _result_section(result: RunResult) -> list[str]:
     c, final, best, base = result.config, result.final, result.best, result.baseline
-    lines = ["", "## Result", "", "| kernel | median time | speedup vs baseline | roofline |", "| --- | --- | --- | --- |",
+    lines = ["", "## Result", "", "| kernel | median time | speedup vs baseline | roofline |",
+             "| --- | --- | --- | --- |",
              f"| baseline (`{c.task}` as given) | {_ms(base.timing)} | 1.00x | {_roofline(base)} |"]
     if final is None or best is None:
         return [*lines, "| best | no correct kernel found | | |"]
@@ -106,7 +107,8 @@ def _result_section(result: RunResult) -> list[str]:
 def _credit_section(planner) -> list[str]:
     if planner is None:
         return []
-    lines = ["", "## Credit by specialist", "", "| specialist | proposals | mean rank reward | new bests | speedup gained |",
+    lines = ["", "## Credit by specialist", "",
+             "| specialist | proposals | mean rank reward | new bests | speedup gained |",
              "| --- | --- | --- | --- | --- |"]
     return lines + [f"| {name} | {credit.proposals} | {credit.mean:+.2f} | {credit.improvements} | "
                     f"{credit.speedup_gained:+.2f} |" for name, credit in planner.credit.items()]
@@ -124,7 +126,8 @@ def _knowledge_section(result: RunResult) -> list[str]:
 
 def _attempts_section(result: RunResult, shown: int = 25) -> list[str]:
     lines = ["", "## Attempts (fastest first, then failures)", "",
-             "| # | candidate | specialist | why | status | time | speedup |", "| --- | --- | --- | --- | --- | --- | --- |"]
+             "| # | candidate | specialist | why | status | time | speedup |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
     ordered = sorted(result.state.attempts, key=lambda a: (a.ms is None, a.ms or 0, a.number))
     for a in ordered[:shown]:
         speed = f"{a.outcome.speedup:.2f}x" if a.outcome.speedup else "-"

@@ -76,7 +76,8 @@ def check_strategy(strategy: str, llm: LLMSettings | None) -> None:
     if strategy not in STRATEGIES:
         raise OptimizeInputError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     if llm is not None and strategy != "agent":
-        raise OptimizeInputError(f"--llm drives the agent's planner and specialists: use --strategy agent, not {strategy}")
+        raise OptimizeInputError(f"--llm drives the agent's planner and specialists: use --strategy agent, "
+                                 f"not {strategy}")
 
 
 def new_run(options: OptimizeOptions, notice: Callable[[str], None] = print) -> Run:
@@ -118,7 +119,8 @@ def resume_run(out: Path, resume: str) -> Run:
         if (folder / "run.json").is_file():
             config = RunConfig.load(folder)
             return Run(config, folder, out, load_task(config.task_file))
-    raise OptimizeInputError(f"--resume {resume}: no run folder with a run.json (looked at {resume} and {out}/*/{resume})")
+    raise OptimizeInputError(f"--resume {resume}: no run folder with a run.json "
+                             f"(looked at {resume} and {out}/*/{resume})")
 
 
 def pin_knobs(space: Space, pins: dict[str, str]) -> None:

@@ -40,7 +40,7 @@ class Space:
     include_roots: tuple[Path, ...] | None = None  # what every kernel may include: the task's kernel folders
 
     @classmethod
-    def of_task(cls, task: Task, generic: bool = True) -> "Space":
+    def of_task(cls, task: Task, generic: bool = True) -> Space:
         space = cls(include_roots=task.kernel_folders())
         for label, path in task.kernel_paths().items():
             space.add_kernel(label, path, generic)

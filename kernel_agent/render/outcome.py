@@ -47,13 +47,13 @@ def show_outcome(outcome: Outcome, console: Console, title: str = "") -> None:
             table.add_row("speedup", f"{outcome.speedup:.2f}x vs the baseline kernel (same run)")
         if outcome.library_timing:
             table.add_row("library", f"{_ms(outcome.library_timing)}  -> {outcome.library_speedup:.2f}x")
-    if r := outcome.roofline:
-        if r.bandwidth_fraction is not None:
-            table.add_row("memory", f"{r.achieved_gbps:.0f} GB/s = {r.bandwidth_fraction:.1%} of the "
-                                    f"measured copy bandwidth ({r.bandwidth_gbps:.0f} GB/s)")
-        if r.compute_fraction is not None:
-            table.add_row("compute", f"{r.achieved_gflops:.0f} GFLOP/s = {r.compute_fraction:.1%} of the "
-                                     f"measured fp32 FMA rate ({r.peak_gflops:.0f} GFLOP/s)")
+    if roof := outcome.roofline:
+        if roof.bandwidth_fraction is not None:
+            table.add_row("memory", f"{roof.achieved_gbps:.0f} GB/s = {roof.bandwidth_fraction:.1%} of the "
+                                    f"measured copy bandwidth ({roof.bandwidth_gbps:.0f} GB/s)")
+        if roof.compute_fraction is not None:
+            table.add_row("compute", f"{roof.achieved_gflops:.0f} GFLOP/s = {roof.compute_fraction:.1%} of the "
+                                     f"measured fp32 FMA rate ({roof.peak_gflops:.0f} GFLOP/s)")
     if outcome.deterministic is False:
         table.add_row("note", "outputs were not bitwise identical across runs (within tolerance)")
     for flag in outcome.flags:

@@ -19,7 +19,8 @@ from ..validate import TaskReport
 def show_run(console: Console, result: RunResult, run_dir: Path) -> None:
     final, best = result.final, result.best
     if result.config.executor == "replay":
-        console.print(f"[yellow]replayed:[/] timings come from the recorded sweep {escape(str(result.config.recording))}")
+        recording = escape(str(result.config.recording))
+        console.print(f"[yellow]replayed:[/] timings come from the recorded sweep {recording}")
     table = Table(title=escape(f"{result.config.task}: {len(result.state.attempts)} evaluations, {result.stopped}"))
     for column in ("kernel", "median", "speedup", "roofline"):
         table.add_column(column)

@@ -59,7 +59,7 @@ def read_only(*paths):
 
 
 def no_traceback(result):
-    assert "Traceback" not in result.output and not isinstance(result.exception, Exception) \
+    assert ("Traceback" not in result.output and not isinstance(result.exception, Exception)) \
         or isinstance(result.exception, SystemExit), result.output
 
 

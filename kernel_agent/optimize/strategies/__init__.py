@@ -12,7 +12,7 @@ from ...seams import Candidate, Proposal, SearchState, Strategy
 def kernels_as_written(state: SearchState, taken: set[Candidate], count: int, note: str) -> list[Proposal]:
     """Up to `count` of the task's kernel files with their declared knob values, those not in `taken`
     (which gains them): the structures to measure before tuning any of them."""
-    out = []
+    out: list[Proposal] = []
     for label in state.space.kernels:
         default = state.space.default(label)
         if default not in taken and len(out) < count:

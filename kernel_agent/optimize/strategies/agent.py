@@ -51,9 +51,10 @@ class AgentStrategy(Strategy):
                 break
             out.append(proposal)
             taken.add(proposal.candidate)
-        if not out and self.llm is not None and self.llm.enabled:  # nothing left offline: a new structure
-            if proposal := self.llm.propose(state, self.planner.new_structure_plan(state)):
-                out.append(proposal)
+        # nothing left offline: a new structure
+        if not out and self.llm is not None and self.llm.enabled \
+                and (proposal := self.llm.propose(state, self.planner.new_structure_plan(state))):
+            out.append(proposal)
         return out
 
     def _from_model(self, state: SearchState, count: int) -> list[Proposal]:
@@ -63,9 +64,9 @@ class AgentStrategy(Strategy):
         out = []
         if self.planner.repair_plan(self.llm) and (repair := self.llm.next_repair(state)):
             out.append(repair)
-        if len(out) < count and (plan := self.planner.rewrite_plan(state, self._batches, self.llm)):
-            if proposal := self.llm.propose(state, plan):
-                out.append(proposal)
+        if len(out) < count and (plan := self.planner.rewrite_plan(state, self._batches, self.llm)) \
+                and (proposal := self.llm.propose(state, plan)):
+            out.append(proposal)
         return out
 
     def _random(self, state: SearchState, taken: set[Candidate]) -> Proposal | None:
@@ -80,7 +81,7 @@ class AgentStrategy(Strategy):
         knobs of several specialists at once, ranked by what all the policies learned."""
         parent = plan.parent
         assert parent is not None
-        kernel = state.space.kernels[parent.kernel]  # type: ignore[attr-defined]
+        kernel = state.space.kernels[parent.kernel]
         if kernel.size > NEIGHBOURHOOD_LIMIT:
             return None
         pool = [c for c in state.space.all() if c.kernel == parent.kernel and c not in taken
@@ -110,15 +111,14 @@ class AgentStrategy(Strategy):
                                                           OPTIONS_PER_SLOT)):
                 if child in taken:
                     continue
-                if rule := state.kb.blocking_rule(child):
-                    if state.rng.random() >= RULE_PROBE_CHANCE:
-                        state.kb.count_pruned(rule)
-                        continue
+                if (rule := state.kb.blocking_rule(child)) and state.rng.random() >= RULE_PROBE_CHANCE:
+                    state.kb.count_pruned(rule)  # one in RULE_PROBE_CHANCE goes through to test the rule
+                    continue
                 options.append(child)
             if options:
                 weight = -LOCALITY_WEIGHT if why == EXPLOIT else NOVELTY_WEIGHT
 
-                def score(c: Candidate, specialist: Specialist = specialist) -> float:
+                def score(c: Candidate, specialist: Specialist = specialist, weight: float = weight) -> float:
                     novelty = min((c.distance(t) for t in taken), default=0)
                     return specialist.preference(c, parent, state.space) + weight * novelty
 
@@ -138,7 +138,7 @@ class AgentStrategy(Strategy):
                 credit = self.planner.credit[attempt.specialist]
                 credit.proposals += 1
                 credit.reward += attempt.reward
-                if improved and self._best_ms is not None:
+                if improved and self._best_ms is not None and attempt.ms:
                     credit.improvements += 1
                     credit.speedup_gained += self._best_ms / attempt.ms - 1
             if improved:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...seams import Candidate, Proposal, SearchState, Strategy
+from ...seams import Attempt, Candidate, Proposal, SearchState, Strategy
 from . import kernels_as_written
 
 ELITES = 4
@@ -59,3 +59,6 @@ class EvolutionaryStrategy(Strategy):
             knob = state.rng.choice(list(knobs.values()))
             values[knob.name] = state.rng.choice(knob.values)
         return Candidate.make(child.kernel, values)
+
+    def observe(self, state: SearchState, batch: list[Attempt]) -> None:
+        """Nothing to learn beyond the state: the elites are read from its attempts."""

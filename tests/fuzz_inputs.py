@@ -11,11 +11,11 @@ from typing import Any
 import yaml
 
 from tests.llm.fake_server import Step, answer, empty, json_reply, raw, truncated
-from tests.paths import ROOT
+from tests.paths import LAYERNORM, ROOT
 
-LAYERNORM = ROOT / "tasks" / "level1" / "layernorm"
-NAIVE = (LAYERNORM / "naive.cu").read_text()
-ROWBLOCK = (LAYERNORM / "rowblock.cu").read_text()
+KERNEL_FILES = ROOT / "tasks" / "level1" / "layernorm"
+NAIVE = (KERNEL_FILES / "naive.cu").read_text()
+ROWBLOCK = (KERNEL_FILES / "rowblock.cu").read_text()
 
 NASTY_VALUES: list[Any] = [
     None, "", "[/x]", "[rows] :x: root:x:0", "rows / (cols - 64)", "9**9**9", "1e200 ** 2", "(0 - 8) ** 0.5",
@@ -48,7 +48,7 @@ DIRECTIVES = ["// @kagent grid: {e}", "// @kagent block: {e}", "// @kagent smem:
 
 def small_task_data() -> dict:
     """The layernorm task at small sizes (a quick reference probe), as YAML data."""
-    data = yaml.safe_load((LAYERNORM).read_text())
+    data = yaml.safe_load(LAYERNORM.read_text())
     data["dims"] = {"rows": 64, "cols": 256}
     data["check_sizes"] = [{"rows": 3, "cols": 33}, {"rows": 5, "cols": 64}]
     data.pop("library", None)

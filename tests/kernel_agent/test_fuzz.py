@@ -72,7 +72,7 @@ def test_broken_kernel_files(folder, monkeypatch):
 def test_broken_llm_replies(folder, tmp_path):
     task = tmp_path / "task"
     shutil.copytree(ROOT / "tasks" / "level1" / "layernorm", task / "layernorm")
-    text = (LAYERNORM).read_text().replace("variants:\n  rowblock: layernorm/rowblock.cu\n", "")
+    text = LAYERNORM.read_text().replace("variants:\n  rowblock: layernorm/rowblock.cu\n", "")
     (task / "layernorm.yaml").write_text(text)
     config = tmp_path / "config.toml"
     config.write_text("[llm]\ntimeout_s = 5.0\nmax_attempts = 2\n")

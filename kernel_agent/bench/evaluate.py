@@ -94,7 +94,7 @@ def optimized(task: Task, task_file: Path, level: str, lane: Lane, folder: Path,
         run.config.budget = bench.budget
     else:
         options = OptimizeOptions(task_file=task_file, out=folder, strategy=bench.strategy, seed=bench.seed,
-                                  budget=bench.budget, executor="gpu" if lane.device is not None else "replay",
+                                  budget=bench.budget, executor="gpu" if lane.device is not None else "auto",
                                   device=lane.device or 0, llm=bench.llm)
         run = new_run(options, hooks.notice)
     worker = lane.gpu() if run.config.executor == "gpu" else None

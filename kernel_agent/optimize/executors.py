@@ -1,4 +1,5 @@
-"""Who answers "how does this candidate do?": the GPU (measured now) or a recorded sweep (replayed)."""
+"""Who answers "how does this candidate do?": the GPU (measured now), a recorded sweep (replayed), or
+nobody (compiled only, on a machine with neither)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,34 @@ class GpuExecutor:
         """The winner beside the baseline and the library function, in one run: the reported figures."""
         (outcome,) = self.evaluator.evaluate([self.space.build(candidate)], beside=self.task.baseline_kernel(),
                                              library=True)
+        return outcome
+
+
+class CompileOnlyExecutor:
+    """No GPU and no recording: every candidate is compiled and its launches planned for real (compile,
+    launch and resource verdicts need no GPU), and nothing is run, so a kernel that builds is `not_run`.
+    `kagent measure RUN` measures such a run's kernels on a GPU afterwards."""
+
+    name = "compile-only"
+
+    def __init__(self, task: Task, space: Space, arch: str):
+        self.space = space
+        self.evaluator = Evaluator(task.problem(), None, arch)
+
+    def start(self) -> Outcome:
+        outcome = self.final(self.space.default("baseline"))
+        if outcome.status is not Status.not_run:
+            raise ExecutorError(f"the task's baseline does not build: {outcome.status.value}: {outcome.message}")
+        return outcome
+
+    def evaluate(self, candidates: list[Candidate]) -> list[tuple[Outcome, float]]:
+        started = time.perf_counter()
+        outcomes = self.evaluator.evaluate([self.space.build(c) for c in candidates])  # every core at once
+        share = (time.perf_counter() - started) / max(1, len(candidates))
+        return [(outcome, share) for outcome in outcomes]
+
+    def final(self, candidate: Candidate) -> Outcome:
+        (outcome,) = self.evaluator.evaluate([self.space.build(candidate)])
         return outcome
 
 

@@ -62,7 +62,8 @@ def search(config: RunConfig, space: Space, executor: Executor, strategy: Strate
             break
         proposals = strategy.propose(state, min(config.batch, config.budget - len(state.attempts)))
         if not proposals:
-            result.stopped = "no new candidate: the space (less what failure rules forbid) is exhausted"
+            result.stopped = ("no new candidate: the space (less what failure rules forbid) is exhausted and no "
+                              "model offers a new kernel")
             break
         batch, reused = _measure(executor, proposals, len(state.attempts) + 1, earlier)
         _reward(state, batch)

@@ -68,8 +68,11 @@ class Planner:
                         else f"{why}: no specialist can act", NEW_STRUCTURE_PROMPT)
         return Plan("rewrite", chosen.name, parent, f"{why}: the bandit's pick", chosen.prompt)
 
-    def tune_plan(self, state: SearchState) -> Plan:
-        """Tune a parent's knobs (the specialist is picked by `choose_specialist`, in bandit order)."""
+    def tune_plan(self, state: SearchState) -> Plan | None:
+        """Tune a parent's knobs (the specialist is picked by `choose_specialist`, in bandit order); None
+        while no kernel with knobs has been measured correct: its variants would be measured blind."""
+        if not any(state.space.kernels[a.candidate.kernel].tunable for a in state.correct()):
+            return None
         parent, why = self.choose_parent(state)
         return Plan("tune", "", parent, why)
 

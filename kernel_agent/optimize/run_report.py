@@ -64,6 +64,10 @@ def report_markdown(result: RunResult, strategy, plots: bool = True, roofline: b
     if c.executor == "replay":
         lines += [f"**Replayed timings**: every figure below comes from the recorded sweep `{c.recording}` "
                   "(measured earlier on the GPU named there), not from a GPU in this run.", ""]
+    if c.executor == "compile-only":
+        lines += [f"**Compiled only**: no GPU and no recording here, so every kernel was compiled and its launches "
+                  f"planned, and none was run (`not_run`). Measure them on a GPU with `kagent measure {c.run_id}`.",
+                  ""]
     lines += [
         f"- run `{c.run_id}`: strategy `{c.strategy}`, seed {c.seed}, budget {c.budget} evaluations "
         f"(batches of {c.batch}), executor `{c.executor}`, architecture {c.arch}",

@@ -17,7 +17,7 @@ from ..files import new_folder
 from ..recording import recording_path
 from ..seams import Attempt, Executor, Proposer, SearchState
 from ..task import Task, load_task
-from .executors import ExecutorError, GpuExecutor, ReplayExecutor
+from .executors import CompileOnlyExecutor, ExecutorError, GpuExecutor, ReplayExecutor
 from .loop import RunResult, search
 from .policy import PolicyBook, PolicyError
 from .run_config import LLMSettings, RunConfig
@@ -26,7 +26,7 @@ from .space import Space
 from .store import Store
 from .strategies import STRATEGIES, make_strategy
 
-EXECUTORS = ("auto", "gpu", "replay")
+EXECUTORS = ("auto", "gpu", "replay", "compile-only")
 
 
 class OptimizeInputError(ValueError):
@@ -86,14 +86,10 @@ def new_run(options: OptimizeOptions, notice: Callable[[str], None] = print) -> 
         raise OptimizeInputError(f"--executor must be one of {', '.join(EXECUTORS)}, got {options.executor!r}")
     check_strategy(options.strategy, options.llm)
     task = load_task(options.task_file)
-    executor = options.executor
-    if executor == "auto":
-        executor = "gpu" if detect_arch(options.device) is not None else "replay"
-        if executor == "replay":
-            notice(f"no CUDA GPU found: replaying the recorded H200 sweep of {task.name} "
-                   "(timings are recordings, not measurements of this run); --executor gpu needs a GPU")
-    elif executor == "gpu" and detect_arch(options.device) is None:
-        raise ExecutorError("--executor gpu: no CUDA GPU found on this machine (try --executor replay)")
+    executor = options.executor if options.executor != "auto" else _auto_executor(task, options, notice)
+    if executor == "gpu" and detect_arch(options.device) is None:
+        raise ExecutorError("--executor gpu: no CUDA GPU found on this machine (try --executor replay or "
+                            "compile-only)")
     rec = recording_path(task.name, options.recording) if executor == "replay" else None
     if rec is not None and not rec.exists():
         raise ExecutorError(f"no recorded sweep for task {task.name} at {rec}: record one on a GPU with "
@@ -111,6 +107,19 @@ def new_run(options: OptimizeOptions, notice: Callable[[str], None] = print) -> 
         raise OptimizeInputError(f"--out {options.out}: cannot write there ({exc.strerror or exc})") from None
     config.run_id = folder.name
     return Run(config, folder, options.out, task)
+
+
+def _auto_executor(task: Task, options: OptimizeOptions, notice: Callable[[str], None]) -> str:
+    """The GPU if there is one; else the task's recorded sweep; else compiling only."""
+    if detect_arch(options.device) is not None:
+        return "gpu"
+    if recording_path(task.name, options.recording).exists():
+        notice(f"no CUDA GPU found: replaying the recorded H200 sweep of {task.name} "
+               "(timings are recordings, not measurements of this run); --executor gpu needs a GPU")
+        return "replay"
+    notice(f"no CUDA GPU found and no recorded sweep of {task.name}: kernels are compiled and their launches "
+           "planned, not run (compile-only); measure them on a GPU later with `kagent measure RUN`")
+    return "compile-only"
 
 
 def resume_run(out: Path, resume: str) -> Run:
@@ -163,6 +172,8 @@ def execute(run: Run, settings: Settings | None = None, hooks: Hooks | None = No
             if worker is None:
                 worker = own_worker = GpuWorker(device)
             executor = GpuExecutor(run.task, space, worker, config.arch, settings or Settings(budget_ms=200))
+        elif config.executor == "compile-only":
+            executor = CompileOnlyExecutor(run.task, space, config.arch)
         else:
             executor = ReplayExecutor(run.task, space, Path(config.recording or ""))
             for label in executor.stale:

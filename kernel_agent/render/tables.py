@@ -18,6 +18,10 @@ from ..validate import TaskReport
 
 def show_run(console: Console, result: RunResult, run_dir: Path) -> None:
     final, best = result.final, result.best
+    if result.config.executor == "compile-only":
+        built = sum(a.outcome.status.value == "not_run" for a in result.state.attempts)
+        console.print(f"[yellow]compiled only:[/] {built} kernels built and planned, none run; measure them on a GPU "
+                      f"with `kagent measure {escape(result.config.run_id)}`")
     if result.config.executor == "replay":
         recording = escape(str(result.config.recording))
         console.print(f"[yellow]replayed:[/] timings come from the recorded sweep {recording}")

@@ -10,7 +10,7 @@ everything tried is kept. Rank rewards then train the specialists that acted.
 
 from __future__ import annotations
 
-from sandbox import SPECIALISTS, Status
+from sandbox import SPECIALISTS
 
 from ...seams import Attempt, Candidate, Plan, Proposal, Proposer, SearchState, Strategy
 from ..planner import EXPLOIT, STALL_EVALUATIONS, Planner
@@ -23,6 +23,7 @@ NOVELTY_WEIGHT = 0.5
 LOCALITY_WEIGHT = 0.5
 RULE_PROBE_CHANCE = 0.1
 NEIGHBOURHOOD_LIMIT = 50_000  # candidates of one kernel file we are willing to enumerate
+ASKS_WHEN_IDLE = 3  # asks for a new kernel in a batch with nothing else to try, before the run stops
 
 
 class AgentStrategy(Strategy):
@@ -45,17 +46,25 @@ class AgentStrategy(Strategy):
         out += self._from_model(state, count)
         taken |= {p.candidate for p in out}
         while len(out) < count:
-            proposal = self._tune(state, taken, self.planner.tune_plan(state)) \
-                or self._beside_best(state, taken, self.planner.tune_plan(state)) or self._random(state, taken)
+            proposal = None
+            if plan := self.planner.tune_plan(state):
+                proposal = self._tune(state, taken, plan) or self._beside_best(state, taken, plan)
+            proposal = proposal or self._random(state, taken)
             if proposal is None:
                 break
             out.append(proposal)
             taken.add(proposal.candidate)
-        # nothing left offline: a new structure
-        if not out and self.llm is not None and self.llm.enabled \
-                and (proposal := self.llm.propose(state, self.planner.new_structure_plan(state))):
-            out.append(proposal)
-        return out
+        return out or self._new_structure(state)
+
+    def _new_structure(self, state: SearchState) -> list[Proposal]:
+        """Nothing left offline (say, a naive kernel only, or nothing measured): ask the model again, with
+        the failures so far in the prompt, rather than end the run with budget left."""
+        for _ in range(ASKS_WHEN_IDLE):
+            if self.llm is None or not self.llm.enabled:
+                break
+            if proposal := self.llm.propose(state, self.planner.new_structure_plan(state)):
+                return [proposal]
+        return []
 
     def _from_model(self, state: SearchState, count: int) -> list[Proposal]:
         """The planner's moves for the model, first in the batch: a repair, then perhaps a new kernel."""
@@ -70,9 +79,10 @@ class AgentStrategy(Strategy):
         return out
 
     def _random(self, state: SearchState, taken: set[Candidate]) -> Proposal | None:
-        """Nothing new near any parent: an untried candidate anywhere, of a kernel that has worked."""
-        broken = _never_worked(state)  # e.g. an LLM kernel that did not compile: repair it first
-        allowed = state.unseen_random(1, exclude=taken, allow=lambda c: c.kernel not in broken
+        """Nothing new near any parent: an untried candidate anywhere, of a kernel measured correct (a
+        kernel that failed or was never run is repaired or measured first, not tuned blind)."""
+        measured = {a.candidate.kernel for a in state.correct()}
+        allowed = state.unseen_random(1, exclude=taken, allow=lambda c: c.kernel in measured
                                       and not state.kb.blocking_rule(c))
         return Proposal(allowed[0], note="random: nothing new near the best") if allowed else None
 
@@ -147,9 +157,3 @@ class AgentStrategy(Strategy):
             self.planner.stalls += 1
         if self.llm is not None:
             self.llm.observe(state, batch)
-
-
-def _never_worked(state: SearchState) -> set[str]:
-    """Kernel files that have failed and never been correct."""
-    failed = {a.candidate.kernel for a in state.attempts if a.ms is None and a.outcome.status is not Status.not_run}
-    return failed - {a.candidate.kernel for a in state.attempts if a.ms is not None}

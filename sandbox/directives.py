@@ -85,7 +85,7 @@ def parse(source: str) -> Directives:
         match = _DIRECTIVE.match(line)
         if not match:
             continue
-        body = match.group(1)
+        body = _without_trailing_comment(match.group(1))
         if m := _FLAGS.match(body):
             flags += m.group(1).split()
             continue
@@ -159,6 +159,33 @@ def _apply(body: str, number: int, entries: list[Entry], knobs: dict, scratch: d
         if not all(_IDENT.match(p) for p in params):
             raise ValueError(f"params must be names separated by commas, got {value!r}")
         entry.params = params
+
+
+def _without_trailing_comment(body: str) -> str:
+    """A directive without a comment after it (`smem: 1024 * 8  // 8 KiB`). In expressions `//` is floor
+    division, so there the longest prefix before a `//` that reads as the directive is kept."""
+    if "//" not in body:
+        return body
+    m = _KEYED.match(body)
+    if m is None or m.group(1) not in ("grid", "block", "smem"):
+        return body.split("//", 1)[0].rstrip()  # knob values, names and flags never hold `//`
+    if _reads(m.group(1), m.group(2)):
+        return body
+    value = m.group(2)
+    for cut in reversed([c.start() for c in re.finditer("//", value)]):
+        if value[:cut].strip() and _reads(m.group(1), value[:cut]):
+            return f"{m.group(1)}: {value[:cut].rstrip()}"
+    return body  # no reading works: the error names the whole line
+
+
+def _reads(key: str, value: str) -> bool:
+    parts = _split_top_level(value) if key in ("grid", "block") else [value]
+    try:
+        for part in parts:
+            expr.parse(part.strip())
+    except (expr.ExprError, ValueError):
+        return False
+    return len(parts) <= 3
 
 
 def _split_top_level(text: str) -> list[str]:

@@ -76,8 +76,9 @@ def _dims3(values: list[int], limits: tuple[int, int, int], entry: str, what: st
     for axis, (value, limit) in enumerate(zip(padded, limits)):
         if not 1 <= value <= limit:
             raise LaunchPlanError(f"{entry}: {what} dimension {axis} is {value}, outside 1..{limit}")
-    if what == "block" and padded[0] * padded[1] * padded[2] > 1024:
-        raise LaunchPlanError(f"{entry}: block of {padded} has more than 1024 threads")
+    if what == "block" and (threads := padded[0] * padded[1] * padded[2]) > 1024:
+        raise LaunchPlanError(f"{entry}: block ({padded[0]}, {padded[1]}, {padded[2]}) is {threads} threads, "
+                              "more than the 1024 a block may have")
     return padded[0], padded[1], padded[2]
 
 

@@ -16,7 +16,7 @@ from sandbox import (
     ToolchainError,
 )
 
-from ..llm.settings import LLMConfigError, load_llm_config
+from ..llm.settings import LLMConfigError, is_small_model, load_llm_config
 from ..optimize.executors import ExecutorError
 from ..optimize.run_config import LLMSettings, RunConfig, RunFolderError
 from ..optimize.session import (
@@ -78,6 +78,14 @@ def optimize(
                                              help="Tokens (prompt + completion) the LLM may spend in this run."),
     llm_every: int = typer.Option(2, min=1,
                                   help="Ask the LLM for a new kernel every N batches (and whenever stalled)."),
+    llm_timeout: float | None = typer.Option(None, min=1.0,
+                                             help="Seconds one answer may take [default: the config file's "
+                                                  "timeout_s, else 120, or 600 for a server on this machine]."),
+    llm_small: bool | None = typer.Option(None, "--llm-small/--llm-large",
+                                          help="Prompts for a small model (whole-file answers, knobs optional, "
+                                               "one answer format) or for a large one [default: small when the "
+                                               "model's name says <= 8B parameters, or, saying nothing, when it "
+                                               "is served on this machine]."),
     no_llm: bool = typer.Option(False, "--no-llm", help="Offline specialists only, even if an LLM is configured."),
 ) -> None:
     """Search a task's kernels, knobs and generic edits for the fastest correct kernel.
@@ -94,12 +102,12 @@ def optimize(
         if resume:
             run = resume_run(out, resume)
             run_dir, config = run.folder, run.config
-            llm_url = _resumed(config, budget, time_limit, no_llm, llm, llm_base_url, llm_budget)
+            llm_url = _resumed(config, budget, time_limit, no_llm, llm, llm_base_url, llm_budget, llm_timeout)
         else:
             if task_file is None:
                 fail(2, "give a task file (or --resume RUN)")
             llm_settings, llm_url = (None, None) if no_llm else \
-                llm_settings_from(llm, llm_base_url, llm_budget, llm_every)
+                llm_settings_from(llm, llm_base_url, llm_budget, llm_every, llm_timeout, llm_small)
             options = OptimizeOptions(task_file=task_file, out=out, strategy=strategy, seed=seed,
                                       budget=40 if budget is None else budget, batch=batch, executor=executor,
                                       recording=recording, time_limit_s=time_limit, warm_start=warm_start,
@@ -130,13 +138,13 @@ def optimize(
 
 
 def _resumed(config: RunConfig, budget: int | None, time_limit: float | None, no_llm: bool, llm: str | None,
-             llm_base_url: str | None, llm_budget: int | None) -> str | None:
+             llm_base_url: str | None, llm_budget: int | None, llm_timeout: float | None) -> str | None:
     """What --resume may change: the budget, the time limit and the model; the endpoint to call."""
     if budget is not None:
         config.budget = budget
     if time_limit is not None:
         config.time_limit_s = time_limit
-    llm_url = _resume_llm(config, no_llm, llm, llm_base_url, llm_budget)
+    llm_url = _resume_llm(config, no_llm, llm, llm_base_url, llm_budget, llm_timeout)
     console.print(f"resuming {config.run_id} ({config.task}, {config.strategy}, {config.executor})", markup=False)
     return llm_url
 
@@ -150,21 +158,23 @@ def _discard_unstarted(run_dir: Path | None, created: bool) -> bool:
     return True
 
 
-def llm_settings_from(model: str | None, base_url: str | None, budget: int | None,
-                  every: int) -> tuple[LLMSettings | None, str | None]:
+def llm_settings_from(model: str | None, base_url: str | None, budget: int | None, every: int,
+                      timeout_s: float | None = None,
+                      small: bool | None = None) -> tuple[LLMSettings | None, str | None]:
     """The LLM part of a run's settings (flags first, then environment, then the config file), and the
     endpoint to call. The settings are stored (run.json, report.md): they hold the URL without any
-    credentials; the URL as given is only used, never written."""
-    config = load_llm_config(model=model, base_url=base_url, token_budget=budget)
+    credentials; the URL as given is only used, never written. `small` None: decided by the model."""
+    config = load_llm_config(model=model, base_url=base_url, token_budget=budget, timeout_s=timeout_s)
     if config is None:
         return None, None
     settings = LLMSettings(model=config.model, base_url=config.display_url, token_budget=config.token_budget,
-                           every=every)
+                           every=every, timeout_s=timeout_s,
+                           small=is_small_model(config.model, config.base_url) if small is None else small)
     return settings, config.base_url
 
 
 def _resume_llm(config: RunConfig, no_llm: bool, model: str | None, base_url: str | None,
-                budget: int | None) -> str | None:
+                budget: int | None, timeout_s: float | None) -> str | None:
     """The LLM flags given with --resume win over the run's own: --no-llm switches it off, --llm,
     --llm-base-url and --llm-budget replace what run.json says. Returns the endpoint to call: the run's,
     unless another is given now (credentials are never stored, so they come from the flag or the
@@ -176,7 +186,9 @@ def _resume_llm(config: RunConfig, no_llm: bool, model: str | None, base_url: st
         return None
     settings, url = llm_settings_from(chosen, base_url,
                                       budget if budget is not None else (before.token_budget if before else None),
-                                      before.every if before else 2)
+                                      before.every if before else 2,
+                                      timeout_s if timeout_s is not None else (before.timeout_s if before else None),
+                                      before.small if before and model in (None, before.model) else None)
     if base_url is None and before is not None and settings is not None and settings.base_url != before.base_url:
         settings.base_url = url = before.base_url  # the environment names another endpoint: keep the run's
     config.llm = settings

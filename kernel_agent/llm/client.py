@@ -70,21 +70,25 @@ class LLMClient:
         own = self.config.max_attempts * self.config.timeout_s
         return max(0.0, min(own, deadline - time.monotonic())) if deadline is not None else own
 
-    def complete(self, messages: list[dict[str, str]], deadline: float | None = None) -> Completion:
+    def complete(self, messages: list[dict[str, str]], deadline: float | None = None,
+                 temperature: float | None = None, max_tokens: int | None = None) -> Completion:
         """One chat completion, retried as needed, done by `deadline` (a time.monotonic() value) and
-        by the call's own limit; raises LLMBudgetExhausted or LLMUnavailable."""
+        by the call's own limit; raises LLMBudgetExhausted or LLMUnavailable. `temperature` and
+        `max_tokens` override the config's for this call (max_tokens only downwards)."""
         self._check_budget()
         began = time.monotonic()
         end = began + self.call_limit_s(deadline)
         sent = [{**m, "content": redact(m["content"])} for m in messages]
         attempts = 0
+        sampling = {"temperature": self.config.temperature if temperature is None else temperature,
+                    "max_tokens": min(self.config.max_tokens, max_tokens or self.config.max_tokens)}
 
         def attempt() -> Reply:
             nonlocal attempts
             if time.monotonic() >= end:
                 raise OutOfTime
             attempts += 1
-            return self._attempt(sent, min(time.monotonic() + self.config.timeout_s, end))
+            return self._attempt(sent, min(time.monotonic() + self.config.timeout_s, end), sampling)
 
         try:
             reply = self._retrying(end)(attempt)
@@ -148,16 +152,18 @@ class LLMClient:
             raise LLMBudgetExhausted(f"token budget spent: {self.tokens_used} of {budget} tokens used "
                                      f"in {_plural(self.calls, 'call')}")
 
-    def _attempt(self, messages: list[dict[str, str]], deadline: float) -> Reply:
+    def _attempt(self, messages: list[dict[str, str]], deadline: float, sampling: dict[str, float]) -> Reply:
         """One HTTP attempt, given up at `deadline` however the server dribbles."""
         read_timeout_s = max(0.0, deadline - time.monotonic()) + READ_GRACE_S
-        return call_before(lambda cancelled: self._post(messages, read_timeout_s, cancelled), deadline)
+        return call_before(lambda cancelled: self._post(messages, read_timeout_s, cancelled, sampling), deadline)
 
-    def _post(self, messages: list[dict[str, str]], timeout_s: float, cancelled: threading.Event) -> Reply:
+    def _post(self, messages: list[dict[str, str]], timeout_s: float, cancelled: threading.Event,
+              sampling: dict[str, float]) -> Reply:
         """Runs in the attempt's thread: the request, the raw body (capped) and its checked fields."""
         with self._client.chat.completions.with_streaming_response.create(
                 model=self.config.model, messages=cast("list[ChatCompletionMessageParam]", messages),
-                temperature=self.config.temperature, max_tokens=self.config.max_tokens, timeout=timeout_s) as response:
+                temperature=sampling["temperature"], max_tokens=int(sampling["max_tokens"]),
+                timeout=timeout_s) as response:
             try:
                 body = read_capped(_until_cancelled(response.iter_bytes(), cancelled))
             except (MalformedResponse, Cancelled):

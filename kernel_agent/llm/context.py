@@ -1,46 +1,78 @@
 """What the prompts are filled with: the task, the parent kernel and how it did, where it stands
-against the roofline, the best attempts, the failure rules, and the last failures' evidence."""
+against the roofline, the best attempts, the failure rules, the last failures' evidence, the model's
+own earlier answers and an expert kernel of the family."""
 
 from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
 
 from sandbox import Outcome, Status
 
 from ..optimize.space import Space
 from ..seams import Attempt, Candidate, SearchState
 from ..task import Task
+from .examples import Example
 from .prompts import task_context
 
 BEST_ROWS = 8
 RECENT_FAILURES = 3
 LOG_CHARS = 1200
+SHORT_FILE_LINES = 60  # a small model answers a kernel of at most this many lines with the whole file
 
 
-def prompt_context(task: Task, space: Space, state: SearchState, parent: Candidate) -> dict:
+@dataclass
+class Extras:
+    """What the proposer adds to every prompt."""
+
+    small: bool = False  # small-model prompts
+    earlier: list[str] = field(default_factory=list)  # the model's earlier answers, one line each
+    example: Example | None = None
+    own: set[str] = field(default_factory=set)  # the model's kernels (their failures are in `earlier`)
+
+
+def prompt_context(task: Task, space: Space, state: SearchState, parent: Candidate, extras: Extras) -> dict:
     """Variables of the planner and specialist prompts."""
     parent_attempt = next((a for a in state.attempts if a.candidate == parent), None)
     failures = [f"{a.candidate.label()}: {a.outcome.status.value}: {(a.outcome.log or a.outcome.message)[:LOG_CHARS]}"
-                for a in state.attempts if a.ms is None and a.outcome.status is not Status.not_run][-RECENT_FAILURES:]
+                for a in state.attempts if a.ms is None and a.outcome.status is not Status.not_run
+                and a.candidate.kernel not in extras.own][-RECENT_FAILURES:]
+    roofline = _roofline(state)
+    source = parent_view(space, parent)
     return {
         "task": task_context(task),
-        "parent_source": parent_view(space, parent),
+        "parent_source": source,
         "parent_outcome": _summary(parent_attempt.outcome) if parent_attempt else "not measured yet",
-        "roofline": _roofline(state),
+        "roofline": roofline or "unknown",
+        "roofline_known": roofline is not None,
         "best": [{"rank": i + 1, "label": a.candidate.label(), "ms": round(a.ms or 0.0, 4),
                   "speedup": round(a.outcome.speedup, 2) if a.outcome.speedup else None}
                  for i, a in enumerate(state.correct()[:BEST_ROWS])],
         "rules": state.kb.as_dont(),
         "failures": failures,
+        **_shared(extras, source),
     }
 
 
-def repair_context(task: Task, space: Space, state: SearchState, failed: Attempt) -> dict:
+def _shared(extras: Extras, source: str) -> dict:
+    return {"small": extras.small, "short": len(source.splitlines()) <= SHORT_FILE_LINES,
+            "earlier": extras.earlier, "example": extras.example}
+
+
+def repair_context(task: Task, space: Space, state: SearchState, failed: Attempt, extras: Extras) -> dict:
     """Variables of the repair prompt for a failed attempt (each template takes what it needs)."""
     o = failed.outcome
-    context = {"task": task_context(task), "source": space.kernels[failed.candidate.kernel].kernel.source,
-               "knobs": failed.candidate.values, "message": o.message}
+    source = space.kernels[failed.candidate.kernel].kernel.source
+    context = {"task": task_context(task), "source": source, "knobs": failed.candidate.values, "message": o.message,
+               **_shared(extras, source)}
+    context.pop("earlier")
     status = o.status.value
     if status == "compile_error":
-        context = {k: context[k] for k in ("task", "source", "knobs")} | {"log": o.log or o.message}
+        context.pop("message")
+        context["log"] = o.log or o.message
+    elif status == "launch_error":
+        size, directives, limit = launch_evidence(source, o.message)
+        context |= {"size": size, "directives": directives, "limit": limit}
     elif status == "resource_error":
         context["resources"] = "; ".join(
             f"{r.name}: {r.registers} registers, {r.spill_stores} B spilled, {r.static_smem_bytes} B static shared"
@@ -51,6 +83,35 @@ def repair_context(task: Task, space: Space, state: SearchState, failed: Attempt
         context["size"] = o.mismatch.size if o.mismatch and o.mismatch.size else ", ".join(o.sizes_checked[-1:]) \
             or "unknown"
     return context
+
+
+_LAUNCH_FAILURE = re.compile(
+    r"^at (?P<size>[^:]+): (?P<entry>\w+)(?:: | )(?P<what>grid|block|smem|dynamic shared|parameter)?")
+LIMITS = {
+    "grid": "a grid is at least 1 in every dimension, at most 2147483647 in x and 65535 in y and z",
+    "block": "a block has at most 1024 threads in all (x * y * z), and at most 1024, 1024 and 64 in x, y and z",
+    "smem": "dynamic shared memory is at least 0 and, with the static shared memory, at most 227 KiB per block on "
+            "sm_90",
+    "parameter": "`params:` names only the task's buffers, dims and scalars and declared scratch buffers",
+}
+
+
+def launch_evidence(source: str, message: str) -> tuple[str, list[str], str]:
+    """For a launch error: the size it failed at, the directive lines behind it (of the failing entry),
+    and the limit it broke, read from the sandbox's message (`at SIZE: ENTRY: block ... is 2048 threads`)."""
+    m = _LAUNCH_FAILURE.match(message)
+    if m is None:
+        return "unknown", [], ""
+    what = {"dynamic shared": "smem"}.get(m.group("what") or "", m.group("what") or "")
+    key = "params" if what == "parameter" else what
+    lines, current = [], None
+    for number, line in enumerate(source.splitlines(), start=1):
+        if d := re.match(r"^\s*//\s*@kagent\s+(entry|grid|block|smem|params)\s*:\s*(.*)$", line):
+            if d.group(1) == "entry":
+                current = d.group(2).split("//")[0].strip()
+            elif current == m.group("entry") and (d.group(1) == key or not key):
+                lines.append(f"line {number}: {line.strip()}")
+    return m.group("size").strip(), lines, LIMITS.get(what, "")
 
 
 def parent_view(space: Space, parent: Candidate) -> str:
@@ -76,10 +137,10 @@ def _summary(outcome: Outcome) -> str:
     return f"correct on every size; {outcome.timing.median_ms:.4f} ms{speed}"
 
 
-def _roofline(state: SearchState) -> str:
+def _roofline(state: SearchState) -> str | None:
     best = state.best()
     if best is None or best.outcome.roofline is None or best.outcome.roofline.fraction is None:
-        return "unknown (no correct kernel measured against the hardware ceilings yet)"
+        return None
     r = best.outcome.roofline
     parts = []
     if r.bandwidth_fraction is not None:

@@ -21,8 +21,10 @@ class Edit:
     replace: list[str]
 
 
-def split_edits(text: str) -> tuple[list[Edit], int | None]:
-    """The edit blocks in order, and the number of a block left unfinished (None when all closed)."""
+def split_edits(text: str, finished: bool = False) -> tuple[list[Edit], int | None]:
+    """The edit blocks in order, and the number of a block left unfinished (None when all closed).
+    `finished`: the answer was not cut off, so a last block that has its `=======` line but no
+    `>>>>>>> REPLACE` line is taken to end where the answer (or its code block) ends."""
     edits: list[Edit] = []
     state = "outside"
     search: list[str] = []
@@ -39,6 +41,11 @@ def split_edits(text: str) -> tuple[list[Edit], int | None]:
             search.append(line)
         elif state == "replace":
             replace.append(line)
+    if state == "replace" and finished:
+        while replace and (not replace[-1].strip() or replace[-1].strip().startswith(("```", "~~~"))):
+            replace.pop()
+        edits.append(Edit(len(edits) + 1, _unfence(search), _unfence(replace)))
+        state = "outside"
     return edits, (len(edits) + 1 if state != "outside" else None)
 
 
@@ -97,7 +104,15 @@ def _ambiguous(number: int, search: list[str], found: list[int]) -> str:
             "that it matches only the place you mean.")
 
 
+_LOG_LINE = re.compile(r"\(\d+\): (error|warning)|\berror\b.*:|^\s*\^\s*$|^\s*(nvrtc|ptxas)\b|^\d+ errors? detected",
+                       re.IGNORECASE)
+
+
 def _not_found(number: int, search: list[str], lines: list[str]) -> str:
+    if sum(bool(_LOG_LINE.search(line)) for line in search) * 2 >= len([line for line in search if line.strip()]):
+        return (f"SEARCH/REPLACE block {number}: its SEARCH section holds the compiler's messages, not lines of "
+                "the kernel. SEARCH must be the kernel's own lines that you change, copied exactly from the "
+                "kernel; REPLACE the corrected lines. Or send the whole fixed kernel file in one ```cuda block.")
     start, end = _closest_window(search, lines)
     shown = _numbered(lines, start, min(end, start + MAX_SHOWN_LINES))
     more = "\n      ..." if end - start > MAX_SHOWN_LINES else ""

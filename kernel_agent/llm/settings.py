@@ -6,6 +6,7 @@ The config file is TOML, by default `$KAGENT_CONFIG` or `~/.config/kagent/config
     model = "qwen2.5-coder-32b"
     base_url = "http://localhost:8000/v1"   # vLLM, Ollama, llama.cpp, SGLang... or omit for api.openai.com
     token_budget = 2_000_000
+    timeout_s = 300                          # per HTTP attempt (default 120, 600 for a server on this machine)
 
 Credentials in the URL (`https://user:key@host/v1`) are not sent as HTTP basic auth (the SDK's
 HTTP client would, replacing the `Authorization: Bearer` header OpenAI-compatible servers read):
@@ -17,6 +18,7 @@ no log, prompt or stored file shows them; `display_url` is the form to store or 
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -29,6 +31,10 @@ from sandbox import redact, register_secret
 
 NO_KEY = "not-needed"  # local servers accept any key, but the SDK insists on one
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_TIMEOUT_S = 120.0
+LOCAL_TIMEOUT_S = 600.0  # a model on this machine's CPU: 1-4 minutes an answer is usual
+LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
+SMALL_MODEL_B = 8.0  # models of at most this many billion parameters get the small-model prompts
 MAX_ATTEMPTS = 10  # each may take timeout_s: more would only stall a run
 FILE_KEYS = ("model", "base_url", "api_key", "timeout_s", "max_attempts", "token_budget", "temperature",
              "max_tokens")
@@ -46,7 +52,7 @@ class LLMConfig(pydantic.BaseModel):
     base_url: str | None = None  # None: the SDK's default (api.openai.com)
     api_key: str | None = None
     model: str = pydantic.Field(min_length=1)
-    timeout_s: float = pydantic.Field(120.0, gt=0)  # per HTTP attempt, all of it (not per read)
+    timeout_s: float = pydantic.Field(DEFAULT_TIMEOUT_S, gt=0)  # per HTTP attempt, all of it (not per read)
     max_attempts: int = 5  # HTTP attempts per call, the first one included; a call takes at most
     # max_attempts * timeout_s, the waits between attempts included
     token_budget: int | None = pydantic.Field(None, ge=0)  # prompt + completion tokens of a whole run
@@ -147,10 +153,33 @@ def _file_values(config_file: Path | None, env: Mapping[str, str]) -> tuple[dict
     return read_config_file(path), path
 
 
+def is_loopback(url: str | None) -> bool:
+    """Whether `url` points at this machine (a local server: slow on a CPU, so waited for longer)."""
+    try:
+        host = urlsplit(url or "").hostname
+    except ValueError:
+        return False
+    return host is not None and (host in LOOPBACK_HOSTS or host.startswith("127."))
+
+
+def model_size_b(model: str) -> float | None:
+    """The parameter count a model's name states, in billions (`qwen2.5-coder-1.5b` -> 1.5), or None."""
+    sizes = [float(m.group(1)) for m in re.finditer(r"(?<![\w.])(\d+(?:\.\d+)?)\s*[bB](?![a-zA-Z])", model)]
+    return sizes[-1] if sizes else None
+
+
+def is_small_model(model: str, base_url: str | None) -> bool:
+    """Small-model prompts for a model whose name says <= SMALL_MODEL_B billion parameters, or, when the
+    name says nothing (a local server's alias such as "qwen"), for a model served on this machine."""
+    size = model_size_b(model)
+    return size <= SMALL_MODEL_B if size is not None else is_loopback(base_url)
+
+
 def load_llm_config(model: str | None = None, base_url: str | None = None, api_key: str | None = None,
-                    token_budget: int | None = None, config_file: Path | None = None,
+                    token_budget: int | None = None, timeout_s: float | None = None, config_file: Path | None = None,
                     env: Mapping[str, str] | None = None) -> LLMConfig | None:
-    """The merged config, or None when no model is configured anywhere."""
+    """The merged config, or None when no model is configured anywhere. Unless set, an attempt may take
+    DEFAULT_TIMEOUT_S, or LOCAL_TIMEOUT_S for a server on this machine."""
     env = os.environ if env is None else env
     table, path = _file_values(config_file, env)
     values: dict[str, Any] = {}
@@ -160,7 +189,8 @@ def load_llm_config(model: str | None = None, base_url: str | None = None, api_k
     for key, name in ENV_KEYS.items():
         if env.get(name):
             values[key], sources[key] = env[name], f"environment variable {name}"
-    arguments = {"model": model, "base_url": base_url, "api_key": api_key, "token_budget": token_budget}
+    arguments = {"model": model, "base_url": base_url, "api_key": api_key, "token_budget": token_budget,
+                 "timeout_s": timeout_s}
     for key, value in arguments.items():
         if value is not None:
             values[key], sources[key] = value, f"argument {key}"
@@ -168,6 +198,8 @@ def load_llm_config(model: str | None = None, base_url: str | None = None, api_k
         return None
     if values.get("base_url") and not values.get("api_key"):
         values["api_key"], sources["api_key"] = NO_KEY, "placeholder key"
+    if "timeout_s" not in values and is_loopback(values.get("base_url")):
+        values["timeout_s"], sources["timeout_s"] = LOCAL_TIMEOUT_S, "the default for a local server"
     return _validate(values, sources)
 
 

@@ -24,6 +24,8 @@ class LLMSettings(BaseModel):
     base_url: str | None = Field(None, description="the endpoint as shown: no credentials")
     token_budget: int | None = Field(None, ge=0)
     every: int = Field(2, ge=1, description="ask for a new kernel every this many batches (and when stalled)")
+    timeout_s: float | None = Field(None, gt=0, description="seconds per HTTP attempt; None: the config's default")
+    small: bool = Field(False, description="small-model prompts: whole files, knobs optional, one answer format")
 
 
 class RunConfig(BaseModel):

@@ -206,10 +206,10 @@ def _llm_proposer(run: Run, space: Space, notice: Callable[[str], None], url: st
     from ..llm.settings import load_llm_config
 
     llm_config = load_llm_config(model=settings.model, base_url=url or settings.base_url,
-                                 token_budget=settings.token_budget)
+                                 token_budget=settings.token_budget, timeout_s=settings.timeout_s)
     assert llm_config is not None  # a model is named
     proposer = LLMProposer(LLMClient(llm_config), run.task, space, run.folder, generic=run.config.generic,
-                           arch=run.config.arch, notice=notice)
+                           arch=run.config.arch, notice=notice, small=settings.small)
     if run.config.time_limit_s is not None:  # no model call outlives the run's time limit
         proposer.deadline = time.monotonic() + run.config.time_limit_s
     return proposer

@@ -75,17 +75,30 @@ def test_a_block_without_a_kernel():
 
 def test_truncated_fence():
     cut = SMALL[: SMALL.index("if (i < n)")]
-    parsed = parse_answer(f"Here it is:\n```cuda\n{cut}", PARENT)
+    parsed = parse_answer(f"Here it is:\n```cuda\n{cut}", PARENT, finished=False)
     assert parsed.source is None
     assert "cut off" in parsed.feedback and "shorter answer" in parsed.feedback
     assert "SEARCH/REPLACE" in parsed.feedback
+    # the same answer from a model that stopped by itself: not "too long", but incomplete
+    parsed = parse_answer(f"Here it is:\n```cuda\n{cut}", PARENT, finished=True)
+    assert parsed.source is None and "cut off" not in parsed.feedback and "never closed" in parsed.feedback
+
+
+def test_an_unclosed_fence_around_a_whole_kernel_is_read_when_the_model_stopped_by_itself():
+    parsed = parse_answer(f"Here it is:\n```cuda\n{SMALL}", PARENT, finished=True)
+    assert parsed.source == SMALL and parsed.feedback == ""
+    assert parse_answer(f"Here it is:\n```cuda\n{SMALL}", PARENT, finished=False).source is None
 
 
 def test_truncated_edit_block():
     answer = edit("    float q = 0.f;", "    float q = 0.0f;") + "<<<<<<< SEARCH\n    float s = 0.f;\n===="
-    parsed = parse_answer(answer, PARENT)
+    parsed = parse_answer(answer, PARENT, finished=False)
     assert parsed.source is None and parsed.kind == "edits"
     assert "cut off inside SEARCH/REPLACE block 2" in parsed.feedback
+    # not cut off (the model stopped by itself): the block is said to be malformed, not too long
+    parsed = parse_answer(answer, PARENT, finished=True)
+    assert parsed.source is None and "cut off" not in parsed.feedback
+    assert "block 2 has no '=======' line" in parsed.feedback
 
 
 def test_dropped_directives_are_reattached():
@@ -269,3 +282,48 @@ def test_rules_for_messages_nvrtc_does_not_produce_here():
     assert "__shfl_down_sync" in texts["undefined-identifier:__shfl_down"]
     assert "unsigned long long" in texts["undefined-identifier:uint64_t"]
     assert "__launch_bounds__" in texts["too-many-resources"]
+
+
+# ---- a forgiving reader for small models -------------------------------------------------------
+
+
+def test_a_missing_grid_and_block_are_taken_from_the_parent():
+    answer = "```cuda\n// @kagent entry: scale2\n__global__ void scale2(const float* x, float* y, int n) {}\n```"
+    parsed = parse_answer(answer, SMALL)
+    assert parsed.feedback == "" and parsed.source is not None
+    entry = parse_directives(parsed.source).entries[0]
+    assert (entry.name, entry.grid, entry.block) == ("scale2", ["ceil_div(n, BLOCK)"], ["BLOCK"])
+
+
+def test_edits_against_the_models_own_last_answer_are_applied_to_it():
+    own = SMALL.replace("2.f * x[i]", "3.f * x[i]")
+    answer = edit("    if (i < n) y[i] = 3.f * x[i];", "    if (i < n) y[i] = 4.f * x[i];")
+    assert parse_answer(answer, SMALL).source is None  # not a line of the parent
+    parsed = parse_answer(answer, SMALL, earlier=(own,))
+    assert parsed.source == SMALL.replace("2.f * x[i]", "4.f * x[i]")
+
+
+def test_a_compiler_log_pasted_into_search_is_recognised():
+    answer = edit('kernel.cu(9): error: identifier "j" is undefined\n      int i = j;\n              ^',
+                  "    int i = blockIdx.x * BLOCK + threadIdx.x;")
+    parsed = parse_answer(answer, SMALL)
+    assert parsed.source is None and "holds the compiler's messages, not lines of the kernel" in parsed.feedback
+
+
+def test_a_last_block_without_its_replace_line_ends_with_the_answer_when_not_cut_off():
+    answer = "<<<<<<< SEARCH\n    if (i < n) y[i] = 2.f * x[i];\n=======\n    if (i < n) y[i] = 5.f * x[i];\n```\n"
+    parsed = parse_answer(answer, SMALL, finished=True)
+    assert parsed.source == SMALL.replace("2.f * x[i]", "5.f * x[i]")
+    cut = parse_answer(answer, SMALL, finished=False)
+    assert cut.source is None and "cut off" in cut.feedback
+
+
+def test_a_kernel_sent_without_a_code_block_is_read_without_the_prose_around_it():
+    parsed = parse_answer(f"Here is the kernel.\n{SMALL}\nIt doubles x.", SMALL.replace("2.f", "3.f"))
+    assert parsed.source == SMALL and parsed.kind == "file"
+
+
+def test_a_kernel_followed_by_a_closing_fence_only_is_read():
+    """Qwen2.5-Coder-1.5B's habit: the code first, then a lone ``` and prose."""
+    parsed = parse_answer(f"{SMALL}```\n\nThis kernel is faster.", SMALL.replace("2.f", "3.f"))
+    assert parsed.source == SMALL and parsed.kind == "file"

@@ -293,3 +293,25 @@ def test_config_bad_env_value_names_the_variable(tmp_path):
 def test_config_named_file_must_exist(tmp_path):
     with pytest.raises(LLMConfigError, match="not found"):
         load_llm_config(config_file=tmp_path / "missing.toml", env={})
+
+
+def test_a_local_server_is_waited_for_longer_unless_told_otherwise(tmp_path):
+    env = {"HOME": str(tmp_path)}
+    assert load_llm_config(model="m", base_url="http://127.0.0.1:8765/v1", env=env).timeout_s == 600
+    assert load_llm_config(model="m", base_url="http://localhost:8000/v1", env=env).timeout_s == 600
+    assert load_llm_config(model="m", base_url="https://api.example.com/v1", env=env).timeout_s == 120
+    assert load_llm_config(model="m", base_url="http://127.0.0.1:1/v1", timeout_s=45, env=env).timeout_s == 45
+    file = write_config(tmp_path / "c.toml", "[llm]\nmodel = 'm'\ntimeout_s = 30\n")
+    assert load_llm_config(base_url="http://127.0.0.1:1/v1", config_file=file, env=env).timeout_s == 30
+
+
+@pytest.mark.parametrize("model, url, small", [
+    ("qwen2.5-coder-1.5b-instruct", "https://api.example.com/v1", True),
+    ("Llama-3.1-8B-Instruct", None, True),
+    ("Qwen2.5-Coder-32B-Instruct", "http://127.0.0.1:8000/v1", False),
+    ("gpt-4o", None, False),
+    ("qwen", "http://127.0.0.1:8765/v1", True),  # a local alias that says nothing: served on this machine
+])
+def test_small_model_prompts_follow_the_models_size(model, url, small):
+    from kernel_agent.llm.settings import is_small_model
+    assert is_small_model(model, url) is small

@@ -53,6 +53,7 @@ def search(task, source) -> dict:
               dict(rank=2, label="baseline", ms=0.655, speedup=1.0)],
         rules=[dict(text="do not use BLOCK=1024 with VEC=1 in rowblock: resource_error in 2 of 2 tries", hits=3)],
         failures=['kernel.cu(12): error: identifier "foo" is undefined'],
+        roofline_known=True, small=False, earlier=[], example=None,
     )
 
 
@@ -60,18 +61,22 @@ def search(task, source) -> dict:
 def contexts(task, source, search) -> dict[str, dict]:
     log = ('kernel.cu(135): error: expected a ";"\n      float q = 0.f;\n      ^\n\n'
            '1 error detected in the compilation of "kernel.cu".')
-    failing = dict(task=task, source=source, knobs={"BLOCK": "1024", "VEC": "4"})
+    failing = dict(task=task, source=source, knobs={"BLOCK": "1024", "VEC": "4"}, small=False, short=False,
+                   example=None)
     mismatch = Mismatch(size="rows=3, cols=33", phase="check", output="y", max_abs_error=1.5,
                         max_rel_error=0.9, mismatch_fraction=0.03, first_bad_index=[2, 32], expected=0.25,
                         got=float("nan"))
     return {
         "system": dict(arch="sm_90"),
+        "system_small": dict(arch="sm_90"),
         "planner": search,
-        **{f"specialist_{area}": search for area in SPECIALISTS},
+        **{f"specialist_{area}": dict(search, short=False) for area in SPECIALISTS},
         "repair_compile_error": dict(failing, source=source.replace(BROKEN_LINE, BROKEN_LINE[:-1]), log=log),
         "repair_resource_error": dict(failing, message="layernorm: block of 1024 threads, but with 80 registers "
                                       "per thread at most 768 fit", resources="layernorm: 80 registers, no spills"),
-        "repair_launch_error": dict(failing, size="rows=1, cols=1", message="grid dimension 0 is 0"),
+        "repair_launch_error": dict(failing, size="rows=1, cols=1", message="grid dimension 0 is 0",
+                                    directives=["line 2: // @kagent grid: rows // ROWS_PER_BLOCK"],
+                                    limit="a grid is at least 1 in every dimension"),
         "repair_runtime_error": dict(failing, size="rows=3, cols=33",
                                      message="CUDA_ERROR_MISALIGNED_ADDRESS: misaligned address"),
         "repair_timeout": dict(failing, size="rows=7, cols=12289", message="no reply within 10 s"),
@@ -79,12 +84,13 @@ def contexts(task, source, search) -> dict[str, dict]:
         "repair_nondeterministic": dict(failing, size="rows=257, cols=1000",
                                         message="wrong y, different between two identical runs"),
         "repair_unparsed": dict(feedback="SEARCH/REPLACE block 1: its SEARCH text does not appear in the "
-                                "parent kernel."),
+                                "parent kernel.", small=False, short=False),
     }
 
 
 def test_the_template_list_is_complete():
-    expected = {"system", "planner", *(f"specialist_{a}" for a in SPECIALISTS), *(f"repair_{r}" for r in REPAIRS)}
+    expected = {"system", "system_small", "planner", *(f"specialist_{a}" for a in SPECIALISTS),
+                *(f"repair_{r}" for r in REPAIRS)}
     assert set(template_names()) == expected
     assert not any(name.startswith("_") for name in template_names())
 
@@ -107,7 +113,7 @@ def test_a_missing_variable_is_named(search):
 
 
 def test_a_missing_field_of_a_variable_is_named(search):
-    context = dict(search, rules=[{"text": "do not use BLOCK=2048"}])
+    context = dict(search, rules=[{"text": "do not use BLOCK=2048"}], short=False)
     with pytest.raises(PromptError, match=r"specialist_memory\.j2.*hits"):
         render("specialist_memory", **context)
 
@@ -173,7 +179,7 @@ FOCUS = {
 
 @pytest.mark.parametrize("area", SPECIALISTS)
 def test_each_specialist_has_its_focus(area, search):
-    text = render(f"specialist_{area}", **search)
+    text = render(f"specialist_{area}", **search, short=False)
     assert f"You are the {area} specialist" in text
     assert f"knobs tagged [{area}]" in text
     focus = re.search(r"^Your focus: (.*)$", text, re.MULTILINE).group(1)
@@ -205,7 +211,8 @@ def test_repair_compile_error_with_a_real_log(task, source):
     broken = source.replace(BROKEN_LINE, BROKEN_LINE[:-1])
     result = compile_source(broken, ["layernorm"], arch="sm_90")
     assert not result.ok
-    text = render("repair_compile_error", task=task, source=broken, knobs={}, log=result.log)
+    text = render("repair_compile_error", task=task, source=broken, knobs={}, log=result.log, small=False,
+                  short=False, example=None)
     number = broken.split("\n").index("    float q = 0.f;") + 1  # NVRTC reports the line after the gap
     assert f">> {number} |     float q = 0.f;" in text
     assert f"   {number - 3} | {BROKEN_LINE[:-1]}" in text

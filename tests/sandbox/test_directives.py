@@ -81,3 +81,24 @@ def test_launch_limits():
                          "__global__ void k(int n){}")
     with pytest.raises(LaunchPlanError, match="parameter 'm' is no buffer"):
         plan(d, {}, {"n": 5}, ["m"], {}, set())
+
+
+def test_a_comment_after_a_directive_is_not_part_of_it():
+    d = parse_directives("// @kagent entry: k  // the kernel\n"
+                         "// @kagent grid: ceil_div(n, 256)  // one thread an element\n"
+                         "// @kagent block: 256, 1 // 256 threads\n"
+                         "// @kagent smem: 1024 * 8 // 1MB\n"
+                         "// @kagent knob B [launch]: 1 2 // the sizes\n"
+                         "__global__ void k(int n){}")
+    entry = d.entries[0]
+    assert (entry.name, entry.grid, entry.block, entry.smem) == ("k", ["ceil_div(n, 256)"], ["256", "1"], "1024 * 8")
+    assert d.knobs["B"].values == ["1", "2"]
+    # `//` is also floor division: an expression that reads whole is kept whole
+    d = parse_directives("// @kagent entry: k\n// @kagent grid: n // 256\n// @kagent block: 256\n__global__ void k(){}")
+    assert d.entries[0].grid == ["n // 256"]
+
+
+def test_a_block_over_1024_threads_says_how_many_and_the_limit():
+    d = parse_directives("// @kagent entry: k\n// @kagent grid: 1\n// @kagent block: 256, 8\n__global__ void k(){}")
+    with pytest.raises(LaunchPlanError, match=r"block \(256, 8, 1\) is 2048 threads, more than the 1024"):
+        plan(d, {}, {"n": 5}, [], {}, set())

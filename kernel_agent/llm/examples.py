@@ -1,0 +1,72 @@
+"""One expert kernel of the task's family, shown to the model as an example of the technique.
+
+The suite's other tasks of the same family (rowwise, elementwise, matmul, ...) carry expert variants
+(one block per row with a tree reduction, vector loads, shared-memory tiles). A model that has only
+the naive kernel before it rarely invents the structure; a short, working example from a neighbouring
+task shows it. The example is another task's kernel: its signature and math are not this task's.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..task import Task, TaskError, load_task
+
+PROJECT_TASKS = Path(__file__).resolve().parents[2] / "tasks"
+
+
+@dataclass(frozen=True)
+class Example:
+    task: str  # the task it solves
+    description: str
+    source: str  # comment lines dropped, directives kept
+
+
+def family_example(task: Task, max_lines: int) -> Example | None:
+    """The shortest expert kernel (at most `max_lines` lines of code) of another task of the task's
+    family, from the task's own suite folder or the project's `tasks/`; None when there is none."""
+    if task.family is None:
+        return None
+    found = []
+    for path in _task_files((task.root.parent.resolve(), PROJECT_TASKS)):
+        other = _load(path)
+        if other is None or other.family != task.family or other.name == task.name:
+            continue
+        for variant in other.variants.values():
+            code = _code_lines(other.root / variant)
+            if code and len(code) <= max_lines:
+                found.append((len(code), other.name, other.description, "\n".join(code) + "\n"))
+    if not found:
+        return None
+    _, name, description, source = min(found)
+    return Example(name, description, source)
+
+
+def _task_files(roots: tuple[Path, ...]) -> list[Path]:
+    """Task files one or two folders below each root (tasks/level1/x.yaml, or x.yaml beside the task)."""
+    files: dict[Path, None] = {}
+    for root in roots:
+        if root.is_dir():
+            for pattern in ("*.yaml", "*/*.yaml"):
+                files.update(dict.fromkeys(sorted(p.resolve() for p in root.glob(pattern))))
+    return list(files)
+
+
+@functools.lru_cache(maxsize=256)
+def _load(path: Path) -> Task | None:
+    try:
+        return load_task(path)
+    except (TaskError, OSError, ValueError):
+        return None  # not a task file (a recording, a config): not an example
+
+
+def _code_lines(path: Path) -> list[str]:
+    """The file without comment lines (directives kept) and without blank lines."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return []
+    return [line.rstrip() for line in text.splitlines()
+            if line.strip() and (not line.strip().startswith("//") or line.strip().startswith("// @kagent"))]

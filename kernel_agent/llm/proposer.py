@@ -32,18 +32,6 @@ PARSE_RETRIES = 1  # re-asks when an answer cannot be parsed or applied
 
 
 @dataclass
-class Tally:
-    """What one role's answers became, per repair round."""
-
-    answers: int = 0
-    parsed: int = 0
-    compiled: int = 0
-    correct: int = 0
-    faster: int = 0  # than the baseline
-    improved_best: int = 0
-
-
-@dataclass
 class Origin:
     role: str
     round: int
@@ -63,7 +51,6 @@ class LLMProposer:
     enabled: bool = True
     disabled_reason: str = ""
     origins: dict[str, Origin] = field(default_factory=dict)
-    tallies: dict[tuple[str, int], Tally] = field(default_factory=dict)
     repairs: list[Attempt] = field(default_factory=list)
     calls: int = 0
     recorded: list[dict] = field(default_factory=list)  # earlier completions of this run (resume)
@@ -113,12 +100,10 @@ class LLMProposer:
             return None
         messages = [{"role": "system", "content": render("system.j2", arch=self.arch)},
                     {"role": "user", "content": prompt}]
-        tally = self.tallies.setdefault((role, round_), Tally())
         for ask in range(1, 2 + PARSE_RETRIES):
             completion = self._complete(messages, role if round_ == 0 else f"{role} repair {round_}", ask)
             if completion is None:
                 return None
-            tally.answers += 1
             parsed = parse_answer(completion["text"], parent_source)
             label, problem = None, parsed.feedback
             if parsed.source is not None and (same := self._same_as(parsed.source)):
@@ -135,7 +120,6 @@ class LLMProposer:
                 self._log({"type": "call", "call": self.calls, "role": role, "round": round_, "messages": messages,
                            **completion, "parsed": parsed.kind, "feedback": problem, "kernel": label})
             if label is not None:
-                tally.parsed += 1
                 self.origins[label] = Origin(role, round_, self.calls, parent)
                 return Proposal(self.space.default(label), parent=parent, note=f"LLM {role}, round {round_}")
             messages = [*messages, {"role": "assistant", "content": completion["text"]},
@@ -170,20 +154,13 @@ class LLMProposer:
     # -- learning from outcomes --------------------------------------------------------------
 
     def observe(self, state: SearchState, batch: list[Attempt]) -> None:
-        """Outcomes of LLM kernels: tallies, repairs to ask for, trajectory (their compile errors reach
-        the knowledge base like any other's)."""
-        baseline_ms = state.attempts[0].ms
+        """Outcomes of LLM kernels: repairs to ask for, trajectory (their compile errors reach the knowledge
+        base like any other's; the report tallies them from the trajectory, `llm/tallies.py`)."""
         for attempt in batch:
             origin = self.origins.get(attempt.candidate.kernel)
             if origin is None or attempt.candidate != self.space.default(attempt.candidate.kernel):
                 continue
             outcome: Outcome = attempt.outcome
-            tally = self.tallies[(origin.role, origin.round)]
-            tally.compiled += outcome.status not in (Status.compile_error,)
-            if attempt.ms is not None:
-                tally.correct += 1
-                tally.faster += bool(baseline_ms and attempt.ms < baseline_ms)
-                tally.improved_best += state.best() is attempt
             if outcome.status not in (Status.ok, Status.not_run):
                 self.repairs.append(attempt)
             if (origin.call, attempt.number) not in self._logged_results:

@@ -69,6 +69,7 @@ class Attempt:
     parent: Candidate | None = None
     note: str = ""
     reward: float | None = None
+    batch: int = 0  # the loop's batch it was measured in (the baseline's is 0): rewards rank within one
 
     @property
     def ms(self) -> float | None:

@@ -45,18 +45,6 @@ SMALL_MAX_TOKENS = 2048  # a small model's answer: a whole short kernel fits; a 
 
 
 @dataclass
-class Tally:
-    """What one role's answers became, per repair round."""
-
-    answers: int = 0
-    parsed: int = 0
-    compiled: int = 0
-    correct: int = 0
-    faster: int = 0  # than the baseline
-    improved_best: int = 0
-
-
-@dataclass
 class Origin:
     role: str
     round: int
@@ -86,7 +74,6 @@ class LLMProposer:
     enabled: bool = True
     disabled_reason: str = ""
     origins: dict[str, Origin] = field(default_factory=dict)
-    tallies: dict[tuple[str, int], Tally] = field(default_factory=dict)
     repairs: list[Attempt] = field(default_factory=list)
     calls: int = 0
     recorded: list[dict] = field(default_factory=list)  # earlier completions of this run (resume)
@@ -165,7 +152,6 @@ class LLMProposer:
             return None
         system = render("system_small.j2" if self.small else "system.j2", arch=self.arch)
         messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
-        tally = self.tallies.setdefault((role, round_), Tally())
         hotter = 0
         for ask in range(1, 2 + PARSE_RETRIES):
             messages, repeats = self._unsent(messages)
@@ -174,7 +160,6 @@ class LLMProposer:
                                         temperature)
             if completion is None:
                 return None
-            tally.answers += 1
             text = completion["text"]
             earlier = tuple(f for m in messages if m["role"] == "assistant" for f in kernel_files(m["content"]))
             parsed = parse_answer(text, parent_source, finished=completion["finish_reason"] != "length",
@@ -200,7 +185,6 @@ class LLMProposer:
                            "kernel": label})
             self.answered.append(Answered(role, round_, label, problem))
             if label is not None:
-                tally.parsed += 1
                 self.origins[label] = Origin(role, round_, self.calls, parent)
                 return Proposal(self.space.default(label), parent=parent, note=f"LLM {role}, round {round_}")
             hotter += problem.startswith("no new answer")
@@ -260,20 +244,13 @@ class LLMProposer:
     # -- learning from outcomes --------------------------------------------------------------
 
     def observe(self, state: SearchState, batch: list[Attempt]) -> None:
-        """Outcomes of LLM kernels: tallies, repairs to ask for, trajectory (their compile errors reach
-        the knowledge base like any other's)."""
-        baseline_ms = state.attempts[0].ms
+        """Outcomes of LLM kernels: repairs to ask for, trajectory (their compile errors reach the knowledge
+        base like any other's; the report tallies them from the trajectory, `llm/tallies.py`)."""
         for attempt in batch:
             origin = self.origins.get(attempt.candidate.kernel)
             if origin is None or attempt.candidate != self.space.default(attempt.candidate.kernel):
                 continue
             outcome: Outcome = attempt.outcome
-            tally = self.tallies[(origin.role, origin.round)]
-            tally.compiled += outcome.status not in (Status.compile_error,)
-            if attempt.ms is not None:
-                tally.correct += 1
-                tally.faster += bool(baseline_ms and attempt.ms < baseline_ms)
-                tally.improved_best += state.best() is attempt
             if outcome.status not in (Status.ok, Status.not_run):
                 self.repairs.append(attempt)
             if (origin.call, attempt.number) not in self._logged_results:

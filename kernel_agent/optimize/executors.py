@@ -4,6 +4,7 @@ nobody (compiled only, on a machine with neither)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from sandbox import Evaluator, GpuWorker, Outcome, Settings, Status
@@ -27,6 +28,7 @@ class GpuExecutor:
     def __init__(self, task: Task, space: Space, worker: GpuWorker, arch: str, settings: Settings):
         self.task, self.space = task, space
         self.evaluator = Evaluator(task.problem(), worker, arch, settings)
+        self.on_each: Callable[[int, int, Candidate, Outcome], None] | None = None  # (done, of, ...) per kernel run
 
     def start(self) -> Outcome:
         outcome = self.evaluator.measure_baseline(self.space.build(self.space.default("baseline")))
@@ -38,10 +40,12 @@ class GpuExecutor:
         kernels = [self.space.build(c) for c in candidates]
         self.evaluator.build(kernels)  # every compile at once, on every core; each run below reads the cache
         results = []
-        for kernel in kernels:
+        for done, (candidate, kernel) in enumerate(zip(candidates, kernels), start=1):
             started = time.perf_counter()
             (outcome,) = self.evaluator.evaluate([kernel])
             results.append((outcome, time.perf_counter() - started))
+            if self.on_each is not None:
+                self.on_each(done, len(kernels), candidate, outcome)
         return results
 
     def final(self, candidate: Candidate) -> Outcome:

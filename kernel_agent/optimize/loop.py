@@ -19,6 +19,8 @@ from .run_config import RunConfig
 from .space import Space
 from .store import Journal, Store
 
+VERDICTS = "warm_start_observations.json"  # in the run folder: the earlier runs' verdicts it started from
+
 
 @dataclass
 class RunResult:
@@ -46,9 +48,7 @@ def search(config: RunConfig, space: Space, executor: Executor, strategy: Strate
     earlier = Earlier(journal)
     state = SearchState(space, random.Random(config.seed), KnowledgeBase())
     if config.warm_start:
-        for candidate, status, log in _earlier_verdicts(config, executor, store, run_dir):
-            state.kb.learn_from(candidate, Status(status), log,
-                                knobs=space.contains(candidate) and not candidate.kernel.startswith("llm"))
+        learn_earlier(state, _earlier_verdicts(config, executor, store, run_dir))
     store.start_run(config.run_id, task=config.task, family=config.family, arch=config.arch,
                     executor=executor.name, strategy=config.strategy, seed=config.seed, budget=config.budget,
                     started=time.strftime("%Y-%m-%dT%H:%M:%S"))
@@ -65,8 +65,8 @@ def search(config: RunConfig, space: Space, executor: Executor, strategy: Strate
             result.stopped = ("no new candidate: the space (less what failure rules forbid) is exhausted and no "
                               "model offers a new kernel")
             break
-        batch, reused = _measure(executor, proposals, len(state.attempts) + 1, earlier)
-        _reward(state, batch)
+        batch, reused = _measure(executor, proposals, len(state.attempts) + 1, state.attempts[-1].batch + 1, earlier)
+        reward_batch(state, batch)
         _record(config, executor, state, journal, store, batch, result, reused)
         strategy.observe(state, batch)
         if on_batch:
@@ -102,9 +102,9 @@ class Earlier:
         return reused
 
 
-def _measure(executor: Executor, proposals: list[Proposal], first: int,
+def _measure(executor: Executor, proposals: list[Proposal], first: int, index: int,
              earlier: Earlier) -> tuple[list[Attempt], set[int]]:
-    """The batch's attempts, numbered from `first`: journaled ones reused, the rest evaluated at once."""
+    """Batch `index`'s attempts, numbered from `first`: journaled ones reused, the rest evaluated at once."""
     reused = earlier.answers(first, proposals)
     todo = [p for n, p in enumerate(proposals, start=first) if n not in reused]
     answers = iter(executor.evaluate([p.candidate for p in todo]) if todo else [])
@@ -115,11 +115,13 @@ def _measure(executor: Executor, proposals: list[Proposal], first: int,
         else:
             outcome, seconds = next(answers)
             batch.append(Attempt(number, p.candidate, outcome, seconds, p.specialist, p.parent, p.note))
+        batch[-1].batch = index  # also for a journal written before batches were kept
     return batch, set(reused)
 
 
-def _reward(state: SearchState, batch: list[Attempt]) -> None:
-    """Rank rewards within the batch; an attempt nothing could run (not_run) gets none."""
+def reward_batch(state: SearchState, batch: list[Attempt]) -> None:
+    """Rank rewards within the batch, against the best and the parents measured before it (the batch is
+    not in `state` yet); an attempt nothing could run (not_run) gets none. `kagent measure` calls this too."""
     best = state.best()
     judged = [a for a in batch if a.outcome.status is not Status.not_run]
     rewards = rank_rewards([a.outcome for a in judged], best.ms if best else None,
@@ -132,31 +134,59 @@ def _record(config, executor, state: SearchState, journal: Journal, store: Store
             result: RunResult, reused: set[int]) -> None:
     """Add a batch to the state and the store; journal the attempts that were not in the journal."""
     for attempt in batch:
-        best = state.best()
-        improved = attempt.ms is not None and (best is None or best.ms is None or attempt.ms < best.ms)
-        state.attempts.append(attempt)
-        state.since_improvement = 0 if improved else state.since_improvement + 1
-        if attempt.outcome.status is not Status.not_run:
-            outcome = attempt.outcome
-            state.kb.learn_from(attempt.candidate, outcome.status, outcome.log or outcome.message)
-        if attempt.outcome.status is not Status.ok:
-            status = attempt.outcome.status.value
-            result.failures[status] = result.failures.get(status, 0) + 1
+        add_attempt(state, attempt, result)
         if attempt.number not in reused:
             result.evaluated += 1
             journal.append(attempt)
         store.add(config.run_id, config.task, config.arch, executor.name, attempt)
 
 
+def batches_of(attempts: list[Attempt]) -> list[list[Attempt]]:
+    """The attempts in their batches (runs of the same `batch` index, in order; the baseline's is first)."""
+    batches: list[list[Attempt]] = []
+    for attempt in attempts:
+        if batches and batches[-1][-1].batch == attempt.batch:
+            batches[-1].append(attempt)
+        else:
+            batches.append([attempt])
+    return batches
+
+
+def add_attempt(state: SearchState, attempt: Attempt, result: RunResult) -> None:
+    """One attempt into the state (its knowledge base learns from a verdict) and the failure counts."""
+    best = state.best()
+    improved = attempt.ms is not None and (best is None or best.ms is None or attempt.ms < best.ms)
+    state.attempts.append(attempt)
+    state.since_improvement = 0 if improved else state.since_improvement + 1
+    if attempt.outcome.status is not Status.not_run:
+        outcome = attempt.outcome
+        state.kb.learn_from(attempt.candidate, outcome.status, outcome.log or outcome.message)
+    if attempt.outcome.status is not Status.ok:
+        status = attempt.outcome.status.value
+        result.failures[status] = result.failures.get(status, 0) + 1
+
+
 def _earlier_verdicts(config: RunConfig, executor, store: Store, run_dir: Path) -> list[tuple[Candidate, str, str]]:
     """Earlier runs' verdicts on this task, as they were when this run started (kept in the run
-    folder, so a resumed run starts from the same knowledge). LLM kernels of other runs teach compile
-    rules only: their knob values belong to files this run does not have."""
-    snapshot = run_dir / "warm_start_observations.json"
-    if snapshot.exists():
-        rows = json.loads(snapshot.read_text())
-    else:
+    folder, so a resumed run starts from the same knowledge)."""
+    snapshot = run_dir / VERDICTS
+    if not snapshot.exists():
         rows = [[c.kernel, c.values, status, log]
                 for c, status, log in store.earlier_verdicts(config.task, config.arch, executor.name, config.run_id)]
         write_atomic(snapshot, json.dumps(rows).encode())
+    return kept_verdicts(run_dir)
+
+
+def kept_verdicts(run_dir: Path) -> list[tuple[Candidate, str, str]]:
+    """The earlier runs' verdicts a run started from, as kept in its folder ([] if none were kept)."""
+    snapshot = run_dir / VERDICTS
+    rows = json.loads(snapshot.read_text()) if snapshot.exists() else []
     return [(Candidate.make(row[0], row[1]), row[2], row[3] if len(row) > 3 else "") for row in rows]
+
+
+def learn_earlier(state: SearchState, verdicts: list[tuple[Candidate, str, str]]) -> None:
+    """The knowledge base starts from earlier runs' verdicts. LLM kernels of other runs teach compile
+    rules only: their knob values belong to files this run does not have."""
+    for candidate, status, log in verdicts:
+        state.kb.learn_from(candidate, Status(status), log,
+                            knobs=state.space.contains(candidate) and not candidate.kernel.startswith("llm"))

@@ -49,6 +49,9 @@ class RunConfig(BaseModel):
     generic: bool = True
     pins: dict[str, str] = Field(default_factory=dict)
     llm: LLMSettings | None = None
+    measured_on: str | None = Field(None, description="a compile-only run measured afterwards (`kagent measure`): "
+                                                      "on this GPU (its name and architecture)")
+    measured_at: str | None = Field(None, description="when `kagent measure` finished (local time, ISO 8601)")
 
     @model_validator(mode="before")
     @classmethod

@@ -6,8 +6,11 @@ from pathlib import Path
 
 from sandbox import Outcome, Timing
 
+from ..files import write_atomic
+from ..llm.tallies import read_rows, tallies_from_trajectory, usage
 from ..plots import ProgressPoint, RooflinePoint, progress_png, roofline_png
-from .loop import RunResult
+from ..seams import Attempt
+from .loop import RunResult, batches_of
 from .space import Space
 
 NO_PLOTS = "plots need matplotlib: install kagent[plot]"
@@ -17,14 +20,14 @@ def write_outputs(result: RunResult, space: Space, run_dir: Path, strategy) -> N
     """best.cu, the plots (progress.png, roofline.png where the ceilings were measured) and report.md."""
     best = result.best
     if best is not None:
-        (run_dir / "best.cu").write_text(space.self_contained(best.candidate))
+        write_atomic(run_dir / "best.cu", space.self_contained(best.candidate).encode())
     title = f"{result.config.task}: {result.config.strategy} ({result.config.executor})"
     base = result.baseline.timing.median_ms if result.baseline.timing else None
     points = [ProgressPoint(a.number, a.outcome.status.value, base / a.ms if base and a.ms else None)
               for a in result.state.attempts]
     plots = progress_png(run_dir / "progress.png", points, title)
     roofline = plots and _roofline_png(result, run_dir, title)
-    (run_dir / "report.md").write_text(report_markdown(result, strategy, plots, roofline))
+    write_atomic(run_dir / "report.md", report_markdown(result, strategy, plots, roofline, run_dir).encode())
 
 
 def _roofline_png(result: RunResult, run_dir: Path, title: str) -> bool:
@@ -58,21 +61,30 @@ def _roofline(o: Outcome | None) -> str:
     return "; ".join(parts)
 
 
-def report_markdown(result: RunResult, strategy, plots: bool = True, roofline: bool = False) -> str:
+def report_markdown(result: RunResult, strategy, plots: bool = True, roofline: bool = False,
+                    run_dir: Path | None = None) -> str:
+    """The report; `run_dir` is where the LLM section reads the trajectory (none: no LLM section)."""
     c = result.config
     lines = [f"# kagent optimize: {c.task}", ""]
     if c.executor == "replay":
         lines += [f"**Replayed timings**: every figure below comes from the recorded sweep `{c.recording}` "
                   "(measured earlier on the GPU named there), not from a GPU in this run.", ""]
-    if c.executor == "compile-only":
+    if c.executor == "compile-only" and c.measured_on:
+        lines += [f"**Measured afterwards**: compiled on a machine without a GPU, measured afterwards on "
+                  f"{c.measured_on} with `kagent measure` ({c.measured_at}). The search itself chose its kernels "
+                  "without timings; its own report is kept as `report.compile-only.md`, its journal as "
+                  "`attempts.compile-only.jsonl`.", ""]
+    elif c.executor == "compile-only":
         lines += [f"**Compiled only**: no GPU and no recording here, so every kernel was compiled and its launches "
                   f"planned, and none was run (`not_run`). Measure them on a GPU with `kagent measure {c.run_id}`.",
                   ""]
+    executor = f"`{c.executor}`, measured afterwards on {c.measured_on}" if c.measured_on else f"`{c.executor}`"
+    timing = f"measured in {result.wall_s:.1f} s" if c.measured_on else f"wall time {result.wall_s:.1f} s"
     lines += [
         f"- run `{c.run_id}`: strategy `{c.strategy}`, seed {c.seed}, budget {c.budget} evaluations "
-        f"(batches of {c.batch}), executor `{c.executor}`, architecture {c.arch}",
+        f"(batches of {c.batch}), executor {executor}, architecture {c.arch}",
         f"- {len(result.state.attempts)} evaluations ({result.resumed_attempts} from an earlier part of this run), "
-        f"stopped: {result.stopped}; wall time {result.wall_s:.1f} s",
+        f"stopped: {result.stopped}; {timing}",
         f"- search space: {result.state.space.size} candidates over {len(result.state.space.kernels)} kernel files",
     ]
     lines += _result_section(result)
@@ -80,7 +92,7 @@ def report_markdown(result: RunResult, strategy, plots: bool = True, roofline: b
     lines += [f"- {k}: {v}" + (" (compiled, but nothing here could run them: no recording)" if k == "not_run" else "")
               for k, v in sorted(result.failures.items())] or ["- none"]
     lines += _credit_section(getattr(strategy, "planner", None))
-    lines += _llm_section(getattr(strategy, "llm", None), c)
+    lines += _llm_section(getattr(strategy, "llm", None), result, run_dir)
     lines += _knowledge_section(result)
     lines += _attempts_section(result)
     lines += ["", "![progress](progress.png)" if plots else f"({NO_PLOTS})", ""]
@@ -101,8 +113,8 @@ def _result_section(result: RunResult) -> list[str]:
     if final.library_timing:
         lib = f"{final.library_speedup:.2f}x faster than the library" if final.library_speedup else ""
         lines.append(f"| library function | {_ms(final.library_timing)} | {lib} | |")
-    where = "measured beside the baseline and the library function in one run" if c.executor == "gpu" \
-        else "as recorded in the sweep"
+    where = "measured beside the baseline and the library function in one run" \
+        if c.executor == "gpu" or c.measured_on else "as recorded in the sweep"
     lines += ["", f"The best kernel's figures are {where}; it is saved as `best.cu` (knob values first, "
                   "so `kagent check TASK best.cu` re-measures it)."]
     return lines + [f"- flag: {flag}" for flag in final.flags]
@@ -143,17 +155,35 @@ def _attempts_section(result: RunResult, shown: int = 25) -> list[str]:
     return lines
 
 
-def _llm_section(llm, config) -> list[str]:
-    if llm is None:
+def _llm_section(llm, result: RunResult, run_dir: Path | None) -> list[str]:
+    """The model's use and what its answers became, tallied from `trajectory.jsonl` (`llm` is the live
+    proposer during an optimize run; None when `kagent measure` rewrites the report)."""
+    settings = result.config.llm
+    if settings is None or run_dir is None:
         return []
+    trajectory = run_dir / "trajectory.jsonl"
+    calls, tokens = (llm.calls, llm.client.tokens_used) if llm is not None else usage(read_rows(trajectory))
     lines = ["", "## LLM", "",
-             f"- model `{config.llm.model}` at {config.llm.base_url or 'the default OpenAI endpoint'}: "
-             f"{llm.calls} calls, {llm.client.tokens_used} tokens; prompts and answers in `trajectory.jsonl`"]
-    if not llm.enabled:
+             f"- model `{settings.model}` at {settings.base_url or 'the default OpenAI endpoint'}: "
+             f"{calls} calls, {tokens} tokens; prompts and answers in `trajectory.jsonl`"]
+    if llm is not None and not llm.enabled:
         lines.append(f"- switched off during the run: {llm.disabled_reason} (the offline specialists carried on)")
     lines += ["", "| role | repair round | answers | parsed | compiled | correct | faster than baseline | new best |",
               "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for (role, round_), t in sorted(llm.tallies.items()):
+    for (role, round_), t in sorted(tallies_from_trajectory(trajectory, new_bests(result.state.attempts)).items()):
         lines.append(f"| {role} | {round_} | {t.answers} | {t.parsed} | {t.compiled} | {t.correct} | {t.faster} | "
                      f"{t.improved_best} |")
     return lines
+
+
+def new_bests(attempts: list[Attempt]) -> set[int]:
+    """The numbers of the attempts that were the run's best when their batch ended."""
+    found: set[int] = set()
+    best: Attempt | None = None
+    for batch in batches_of(attempts):
+        for attempt in batch:
+            if attempt.ms is not None and (best is None or best.ms is None or attempt.ms < best.ms):
+                best = attempt
+        if best is not None and any(attempt is best for attempt in batch):
+            found.add(best.number)
+    return found

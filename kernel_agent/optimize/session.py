@@ -122,13 +122,13 @@ def _auto_executor(task: Task, options: OptimizeOptions, notice: Callable[[str],
     return "compile-only"
 
 
-def resume_run(out: Path, resume: str) -> Run:
+def resume_run(out: Path, resume: str, given_as: str = "--resume") -> Run:
     """A run folder given as a path, or as a run id under OUT/<task>/, with its settings and task."""
     for folder in [Path(resume), *sorted(out.glob(f"*/{resume}"))]:
         if (folder / "run.json").is_file():
             config = RunConfig.load(folder)
             return Run(config, folder, out, load_task(config.task_file))
-    raise OptimizeInputError(f"--resume {resume}: no run folder with a run.json "
+    raise OptimizeInputError(f"{given_as} {resume}: no run folder with a run.json "
                              f"(looked at {resume} and {out}/*/{resume})")
 
 
@@ -152,6 +152,9 @@ def execute(run: Run, settings: Settings | None = None, hooks: Hooks | None = No
     """Run (or resume) the search; on a GPU, in `worker` if given (left open), else in a new one on
     `device`. `llm_url`: the model's endpoint as given (with any credentials; run.json has none)."""
     config, hooks = run.config, hooks or Hooks()
+    if config.measured_on:  # its journal holds GPU verdicts now: more compile-only attempts would mix with them
+        raise OptimizeInputError(f"run {config.run_id} was measured on {config.measured_on} with `kagent measure`: "
+                                 "its search cannot go on; start a new run")
     space = Space.of_task(run.task, generic=config.generic)
     pin_knobs(space, config.pins)
     config.save(run.folder)

@@ -146,7 +146,8 @@ class JournalError(ValueError):
 
 
 class Journal:
-    """attempts.jsonl of one run: appended and flushed per attempt; read back to resume."""
+    """attempts.jsonl of one run: appended and flushed per attempt; read back to resume (and by `kagent
+    measure`). Its line format is in kernel_agent/README.md."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -183,7 +184,7 @@ class Journal:
                 outcome=Outcome.model_validate(row["outcome"]), seconds=float(row["seconds"]),
                 specialist=row["specialist"],
                 parent=Candidate.make(*row["parent"]) if row["parent"] else None,
-                note=str(row["note"]), reward=row["reward"])
+                note=str(row["note"]), reward=row["reward"], batch=int(row.get("batch") or 0))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise JournalError(f"{self.path}: line {number} is not an attempt record ({type(exc).__name__}: "
                                f"{exc}); repair or delete that line to resume") from None
@@ -205,7 +206,7 @@ class Journal:
             "status": attempt.outcome.status.value, "median_ms": attempt.ms, "speedup": attempt.outcome.speedup,
             "specialist": attempt.specialist,
             "parent": [attempt.parent.kernel, attempt.parent.values] if attempt.parent else None,
-            "note": attempt.note, "reward": attempt.reward, "seconds": attempt.seconds,
+            "note": attempt.note, "reward": attempt.reward, "seconds": attempt.seconds, "batch": attempt.batch,
             "outcome": json.loads(attempt.outcome.model_dump_json()),
         }
         return json.dumps(row) + "\n"

@@ -1,4 +1,4 @@
-"""Live progress displays: one line for a sweep or a run, one bar and a line per GPU for a bench."""
+"""Live progress displays: one line for a sweep, a run or a measure, one bar and a line per GPU for a bench."""
 
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ from rich.progress import (
 from rich.progress import Task as ProgressTask
 from rich.text import Text
 
-from ..seams import Attempt, Executor, Proposer, SearchState
+from sandbox import Outcome
+
+from ..seams import Attempt, Candidate, Executor, Proposer, SearchState
 
 DESCRIPTION = TextColumn("{task.description}", markup=False)  # descriptions hold user text: never markup
 
@@ -117,3 +119,28 @@ def bench_progress(console: Console, title: str, total: int, done: int) -> Itera
     columns = (DESCRIPTION, _SuiteOnly(BarColumn()), _SuiteOnly(MofNCompleteColumn()), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=False) as progress:
         yield BenchLines(progress, title, total, done)
+
+
+class MeasureLine:
+    """`kagent measure`'s bar over the attempts it runs, a line per attempt above it, and its notices."""
+
+    def __init__(self, progress: Progress, task: str):
+        self.progress, self.task = progress, task
+        self.bar = progress.add_task(f"{task}: measuring", total=None)
+
+    def notice(self, text: str) -> None:
+        self.progress.console.print(text, markup=False)
+
+    def on_each(self, done: int, of: int, candidate: Candidate, outcome: Outcome) -> None:
+        timing = f" {outcome.timing.median_ms:.4f} ms" if outcome.timing else ""
+        speed = f" ({outcome.speedup:.2f}x)" if outcome.speedup else ""
+        self.progress.console.print(f"  {done}/{of} {candidate.label()}: {outcome.status.value}{timing}{speed}",
+                                    markup=False)
+        self.progress.update(self.bar, completed=done, total=of, description=f"{self.task}: measuring attempts")
+
+
+@contextlib.contextmanager
+def measure_progress(console: Console, task: str) -> Iterator[MeasureLine]:
+    columns = (DESCRIPTION, BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as progress:  # the lines above it stay
+        yield MeasureLine(progress, task)

@@ -1,5 +1,5 @@
-"""The summaries a person reads after a command: a run's result, a bench's table and metrics, a
-validation report, the suite table and the replay-bench table."""
+"""The summaries a person reads after a command: a run's result, what `kagent measure` changed, a
+bench's table and metrics, a validation report, the suite table and the replay-bench table."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from rich.table import Table
 
 from ..bench.results import TaskResult, metrics
 from ..optimize.loop import RunResult
+from ..seams import Attempt
 from ..validate import TaskReport
 
 
@@ -42,6 +43,32 @@ def show_run(console: Console, result: RunResult, run_dir: Path) -> None:
     kb = result.state.kb
     console.print(f"failures: {failures}; rules learned: {len(kb.rules)} knob, {len(kb.compile_rules)} compile")
     console.print(f"wrote {run_dir}/best.cu, report.md, progress.png, attempts.jsonl", markup=False)
+
+
+def show_measured(console: Console, result: RunResult, measured: list[Attempt], run_dir: Path) -> None:
+    """What `kagent measure` changed: the attempts it measured, how many were correct and faster than the
+    baseline, and the best kernel's speedups (re-measured beside the baseline and the library)."""
+    final, best, base = result.final, result.best, result.baseline
+    table = Table(title=escape(f"{result.config.task}: measured on {result.config.measured_on}"), show_header=False)
+    table.add_column(style="bold")
+    table.add_column()
+    correct = [a for a in measured if a.ms is not None]
+    table.add_row("attempts measured", f"{len(measured)} (the baseline included) of {len(result.state.attempts)}")
+    table.add_row("correct", str(len(correct)))
+    table.add_row("faster than the baseline", str(sum(bool(base.timing and a.ms < base.timing.median_ms)
+                                                      for a in correct if a.ms is not None)))
+    table.add_row("baseline", f"{base.timing.median_ms:.4f} ms" if base.timing else escape(base.status.value))
+    if best is not None and final is not None and final.timing is not None:
+        table.add_row("best", escape(f"{best.candidate.label()}: {final.timing.median_ms:.4f} ms"))
+        table.add_row("speedup vs baseline", f"{final.speedup:.2f}x" if final.speedup else "-")
+        table.add_row("speedup vs library", f"{final.library_speedup:.2f}x" if final.library_speedup else "-")
+    else:
+        table.add_row("best", "no correct kernel")
+    console.print(table)
+    failures = ", ".join(f"{k} {v}" for k, v in sorted(result.failures.items())) or "none"
+    console.print(f"failures: {failures}", markup=False)
+    console.print(f"wrote {run_dir}/attempts.jsonl, report.md, best.cu, progress.png, run.json (the compile-only "
+                  "journal and report kept as attempts.compile-only.jsonl, report.compile-only.md)", markup=False)
 
 
 def show_bench(console: Console, results: list[TaskResult], run_dir: Path) -> None:

@@ -18,6 +18,7 @@ from pydantic import (
 )
 
 from sandbox import (
+    DTYPES,
     Buffer,
     ExprError,
     Kernel,
@@ -137,6 +138,22 @@ class Task(Strict):
             if spec is not None:
                 digest.update(self.path(spec.split(":")[0]).read_bytes() + spec.encode())
         return digest.hexdigest()[:24]
+
+    def c_parameters(self, restrict: bool = False) -> list[str]:
+        """The kernel's C parameters in the task's order, e.g. `const float* x`, `float* y`, `int n`
+        (pointers `__restrict__` if asked: a task's buffers never alias)."""
+        mark = " __restrict__" if restrict else ""
+        parts = []
+        for name in self.params:
+            if name in self.inputs:
+                parts.append(f"const {DTYPES[self.inputs[name].dtype].c_name}*{mark} {name}")
+            elif name in self.outputs:
+                parts.append(f"{DTYPES[self.outputs[name].dtype].c_name}*{mark} {name}")
+            elif name in self.scalars:
+                parts.append(f"{DTYPES[self.scalars[name].dtype].c_name} {name}")
+            else:
+                parts.append(f"{DTYPES[self.index_dtype].c_name} {name}")
+        return parts
 
     def problem(self) -> Problem:
         """The task as the sandbox judges kernels for it: every size (timed first) with its buffers,

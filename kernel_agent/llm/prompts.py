@@ -9,6 +9,7 @@ on their own. Besides the caller's variables, every template can use three helpe
 
 from __future__ import annotations
 
+import ast
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -23,8 +24,6 @@ from jinja2 import (
     meta,
     nodes,
 )
-
-from sandbox import DTYPES
 
 from ..optimize.compile_rules import rules_from_compile_log
 
@@ -86,6 +85,7 @@ def task_context(task: Any) -> dict[str, Any]:
     return {
         "name": task.name,
         "description": task.description,
+        "reference": reference_source(task),
         "params": list(task.params),
         "dims": dict(task.dims),
         "check_sizes": [dict(size) for size in task.check_sizes],
@@ -94,19 +94,21 @@ def task_context(task: Any) -> dict[str, Any]:
     }
 
 
+def reference_source(task: Any) -> str:
+    """The source of the task's NumPy reference function (what the kernel must compute), or "" if it
+    cannot be read."""
+    file, _, name = task.reference.partition(":")
+    try:
+        text = (Path(task.root) / file).read_text()
+        node = next(n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef) and n.name == name)
+    except (OSError, SyntaxError, UnicodeDecodeError, StopIteration, ValueError):
+        return ""
+    return ast.get_source_segment(text, node) or ""
+
+
 def signature(task: Any) -> str:
     """The kernel's C parameter list in the task's order, e.g. `(const float* x, float* y, int n)`."""
-    parts = []
-    for name in task.params:
-        if name in task.inputs:
-            parts.append(f"const {DTYPES[task.inputs[name].dtype].c_name}* {name}")
-        elif name in task.outputs:
-            parts.append(f"{DTYPES[task.outputs[name].dtype].c_name}* {name}")
-        elif name in task.scalars:
-            parts.append(f"{DTYPES[task.scalars[name].dtype].c_name} {name}")
-        else:
-            parts.append(f"{DTYPES[task.index_dtype].c_name} {name}")
-    return "(" + ", ".join(parts) + ")"
+    return "(" + ", ".join(task.c_parameters()) + ")"
 
 
 def dtypes_summary(task: Any) -> str:

@@ -187,10 +187,12 @@ class LLMProposer:
             if label is not None:
                 self.origins[label] = Origin(role, round_, self.calls, parent)
                 return Proposal(self.space.default(label), parent=parent, note=f"LLM {role}, round {round_}")
-            hotter += problem.startswith("no new answer")
-            messages = [*messages, {"role": "assistant", "content": text},
-                        {"role": "user", "content": render("repair_unparsed.j2", feedback=problem, small=self.small,
-                                                           short=short)}]
+            again = render("repair_unparsed.j2", feedback=problem, small=self.small, short=short)
+            if problem.startswith("no new answer"):  # asked afresh: an answer in view is copied, not changed
+                hotter += 1
+                messages = [messages[0], {"role": "user", "content": f"{prompt}\n\n{again}"}]
+            else:  # the answer stays in view: its format is what needs fixing
+                messages = [*messages, {"role": "assistant", "content": text}, {"role": "user", "content": again}]
         return None
 
     def _unsent(self, messages: list[dict]) -> tuple[list[dict], int]:

@@ -63,7 +63,9 @@ def search(config: RunConfig, space: Space, executor: Executor, strategy: Strate
         proposals = strategy.propose(state, min(config.batch, config.budget - len(state.attempts)))
         if not proposals:
             result.stopped = ("no new candidate: the space (less what failure rules forbid) is exhausted and no "
-                              "model offers a new kernel")
+                              "model offers a new kernel") if state.correct() else (
+                              "no new candidate: no kernel has been measured correct, so none is tuned, and no model "
+                              "offers a new kernel")
             break
         batch, reused = _measure(executor, proposals, len(state.attempts) + 1, state.attempts[-1].batch + 1, earlier)
         reward_batch(state, batch)

@@ -1,0 +1,145 @@
+"""A skeleton instance: the skeleton's code with the task's parameters and a model's (or a person's)
+slot fills put in. The result is an ordinary kagent kernel file; `spans` says on which lines each
+fill landed, so a compiler error can be traced back to the slot that caused it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from sandbox import ExprError, evaluate
+
+from ..task import Task
+from .format import BLOCK_KINDS, BUILTINS, PLACEHOLDER, Skeleton, SkeletonError, Slot
+
+_DIM_TOKEN = re.compile(r"\s*(?:(?P<name>[A-Za-z_]\w*)|(?P<int>\d+)|(?P<op>[-+*()]))")
+_FORBIDDEN = re.compile(r"__global__|#\s*include|\basm\b|\{\{")
+_FUNCTION = re.compile(r"^\s*(?:__device__\s+|__forceinline__\s+|inline\s+|static\s+)*[\w:<>\s*&]+\([^)]*\)\s*\{")
+
+
+@dataclass
+class Instance:
+    skeleton: str
+    source: str
+    spans: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # slot -> 1-based line ranges
+
+    def slot_at(self, line: int) -> str | None:
+        """The slot whose fill holds `line` of the source, if any."""
+        return next((name for name, spans in self.spans.items() if any(a <= line <= b for a, b in spans)), None)
+
+
+def normalize_fills(skeleton: Skeleton, fills: Mapping[str, str]) -> dict[str, str]:
+    """The fills as they go into the code: trimmed; a body given as a whole function unwrapped; a body
+    that is a lone expression made `return EXPR;`; optional slots not given left empty."""
+    out = {}
+    for slot in skeleton.slots:
+        text = fills.get(slot.name, "").strip("\n")
+        if slot.kind == "body":
+            text = _body(text)
+        elif slot.kind in ("dim", "expr"):
+            text = " ".join(text.split()).rstrip(";").strip()
+        out[slot.name] = text
+    return out
+
+
+def check_fills(skeleton: Skeleton, task: Task, fills: Mapping[str, str]) -> list[str]:
+    """What is wrong with the fills, in words a model can act on (empty when they fit)."""
+    problems = [f"there is no slot {name} in skeleton {skeleton.name} (its slots: "
+                f"{', '.join(s.name for s in skeleton.slots)})" for name in fills if skeleton.slot(name) is None]
+    normal = normalize_fills(skeleton, fills)
+    for slot in skeleton.slots:
+        text = normal[slot.name]
+        if not text:
+            if not slot.optional:
+                problems.append(f"slot {slot.name} is missing: {slot.contract}")
+            continue
+        if _FORBIDDEN.search(text):
+            problems.append(f"slot {slot.name}: a fill holds device code only (no __global__, #include or asm)")
+        elif slot.kind == "dim":
+            problems += _dim_problems(slot, text, task)
+        elif slot.kind == "expr" and ";" in text:
+            problems.append(f"slot {slot.name} is one C expression, without `;`: {slot.contract}")
+    return problems
+
+
+def instantiate(skeleton: Skeleton, task: Task, fills: Mapping[str, str], header: str = "") -> Instance:
+    """The kernel file for `task`; raises SkeletonError (with every problem) when the fills do not fit."""
+    if clash := sorted(set(task.params) & macros(skeleton)):
+        raise SkeletonError(f"the task's parameter {clash[0]} has the name of a macro of skeleton {skeleton.name}: "
+                            "rename the parameter in the task, or use another skeleton")
+    if problems := check_fills(skeleton, task, fills):
+        raise SkeletonError("; ".join(problems))
+    values = normalize_fills(skeleton, fills)
+    values["params"] = ", ".join(task.c_parameters(restrict=True))
+    values["args"] = ", ".join(task.params)
+    lines: list[str] = [f"// {line}" if line else "//" for line in header.splitlines()]
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for line in skeleton.template.splitlines():
+        alone = PLACEHOLDER.fullmatch(line.strip())
+        slot = skeleton.slot(alone.group(1)) if alone else None
+        if slot is not None and slot.kind in BLOCK_KINDS:
+            indent = line[: len(line) - len(line.lstrip())]
+            filled = [indent + text if text.strip() else "" for text in values[slot.name].splitlines()]
+            spans.setdefault(slot.name, []).append((len(lines) + 1, len(lines) + max(1, len(filled))))
+            lines += filled or [f"{indent}// ({slot.name}: empty)"]
+            continue
+        start = len(lines) + 1
+        for m in PLACEHOLDER.finditer(line):
+            if m.group(1) not in BUILTINS:
+                spans.setdefault(m.group(1), []).append((start, start))
+        lines.append(PLACEHOLDER.sub(lambda m: _inline(skeleton.slot(m.group(1)), values[m.group(1)]), line))
+    return Instance(skeleton.name, "\n".join(lines) + "\n", spans)
+
+
+
+
+def macros(skeleton: Skeleton) -> set[str]:
+    """The names the skeleton defines as macros (its knobs among them): no task parameter may have one."""
+    return set(re.findall(r"^\s*#\s*define\s+(\w+)", skeleton.template, re.MULTILINE))
+
+
+def _inline(slot: Slot | None, text: str) -> str:
+    """A dim or expr fill put into a line: parenthesised, so it binds as one operand."""
+    return f"({text})" if slot is not None and slot.kind in ("dim", "expr") else text
+
+
+def _body(text: str) -> str:
+    """A body fill: a whole function's braces taken off; a lone expression made a return statement."""
+    stripped = text.strip()
+    if _FUNCTION.match(stripped) and stripped.endswith("}"):
+        stripped = stripped[stripped.index("{") + 1: -1].strip("\n")
+        text = _dedent(stripped)
+    if text.strip() and ";" not in text and "{" not in text and "return" not in text:
+        return f"return {text.strip()};"
+    return _dedent(text)
+
+
+def _dedent(text: str) -> str:
+    lines = text.splitlines()
+    indents = [len(line) - len(line.lstrip()) for line in lines if line.strip()]
+    cut = min(indents, default=0)
+    return "\n".join(line[cut:] for line in lines)
+
+
+def _dim_problems(slot: Slot, text: str, task: Task) -> list[str]:
+    """A dim: task dims, integers, + - * and parentheses only, and at least 1 at every size."""
+    position, names = 0, set()
+    while position < len(text):
+        m = _DIM_TOKEN.match(text, position)
+        if m is None or m.end() == position:
+            return [f"slot {slot.name} is an expression over the task's dims ({', '.join(task.dims)}) with "
+                    f"integers, + - * and parentheses only; got `{text}`"]
+        if m.group("name"):
+            names.add(m.group("name"))
+        position = m.end()
+    if unknown := sorted(names - set(task.dims)):
+        return [f"slot {slot.name}: `{unknown[0]}` is not a dim of the task (dims: {', '.join(task.dims)})"]
+    for dims in task.sizes:
+        try:
+            value = evaluate(text, dims)
+        except ExprError as exc:
+            return [f"slot {slot.name}: `{text}` does not evaluate ({exc})"]
+        if not value >= 1:
+            return [f"slot {slot.name}: `{text}` is {value} at size {dims}; it must be at least 1 at every size"]
+    return []

@@ -1,0 +1,131 @@
+"""The skeleton library's core: skeleton files are checked, fills are read from answers, checked
+against the task and put in, and every skeleton instance is an ordinary kernel file that compiles."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+
+import pytest
+
+from kernel_agent.skeletons import (
+    LIBRARY,
+    SkeletonError,
+    check_fills,
+    fitting,
+    instantiate,
+    library,
+    parse_fills,
+    parse_skeleton,
+)
+from kernel_agent.task import load_task
+from sandbox import compile_source, parse_directives
+from tests.paths import ROOT
+
+HAS_NVRTC = importlib.util.find_spec("cuda") is not None and importlib.util.find_spec("cuda.bindings") is not None
+SOFTPLUS = ROOT / "tasks" / "naive" / "softplus.yaml"
+PORTS = ROOT / "tests" / "data" / "ports"
+
+
+def write(tmp_path, text: str):
+    path = tmp_path / "s.cu"
+    path.write_text(text)
+    return path
+
+
+HEADER = ("// @skeleton name: s\n// @skeleton summary: x\n// @skeleton families: elementwise\n"
+          "// @skeleton fits: x\n")
+
+
+@pytest.mark.parametrize("text, words", [
+    (HEADER + "// @skeleton slot N [dim]: n\n// @kagent entry: k\n", "slot N is declared but never placed"),
+    (HEADER + "// @kagent entry: k\n{{M}}\n", "placeholder {{M}} names no declared slot"),
+    (HEADER + "// @skeleton slot v [body]: x\n// @kagent entry: k\n{{v}}\n", "names are UPPER_CASE"),
+    (HEADER + "// @skeleton slot V [code]: x\n// @kagent entry: k\n{{V}}\n", "kind must be one of"),
+    (HEADER + "// @skeleton slot V [body]: x\n// @kagent entry: k\nint a = {{V}};\n", "must stand alone on its line"),
+    (HEADER.replace("// @skeleton fits: x\n", "") + "// @kagent entry: k\n", "no '// @skeleton fits:' line"),
+    (HEADER + "// @skeleton slot V [expr]: x\n{{V}}\n", "no '// @kagent entry:'"),
+])
+def test_a_malformed_skeleton_file_is_refused_with_its_reason(tmp_path, text, words):
+    with pytest.raises(SkeletonError, match=re.escape(words)):
+        parse_skeleton(write(tmp_path, text))
+
+
+def test_every_skeleton_of_the_library_parses_and_is_listed_in_the_readme():
+    skeletons = library()
+    assert skeletons, "the library is empty"
+    readme = (LIBRARY / "README.md").read_text()
+    for name, skeleton in skeletons.items():
+        assert skeleton.path.name == f"{name}.cu"
+        assert f"| `{name}` |" in readme, f"{name} missing from the README table"
+
+
+def test_fills_are_read_from_blocks_and_name_lines():
+    skeleton = library()["elementwise"]
+    answer = ("Here are the slots.\nN: n\n- `OUT`: `y`\n```cuda VALUE\nreturn x[i] * 2.f;\n```\n"
+              "```cuda\n// a helper nobody asked for\n```\n")
+    fills = parse_fills(answer, skeleton)
+    assert fills.values == {"N": "n", "OUT": "y", "VALUE": "return x[i] * 2.f;"}
+    assert fills.ignored == ["cuda"]
+
+
+def test_fills_that_do_not_fit_are_explained():
+    skeleton, task = library()["elementwise"], load_task(SOFTPLUS)
+    problems = check_fills(skeleton, task, {"N": "n / 2", "OUT": "y; z", "LOAD": "x[i]"})
+    assert any("no slot LOAD" in p for p in problems)
+    assert any("slot N is an expression over the task's dims (n)" in p for p in problems)
+    assert any("slot OUT is one C expression, without `;`" in p for p in problems)
+    assert any(p.startswith("slot VALUE is missing:") for p in problems)
+    assert "not a dim of the task" in check_fills(skeleton, task, {"N": "rows", "OUT": "y", "VALUE": "0"})[0]
+    assert "at least 1 at every size" in check_fills(skeleton, task, {"N": "n - 1", "OUT": "y", "VALUE": "0"})[0]
+
+
+def test_a_lone_expression_or_a_whole_function_is_a_body():
+    skeleton, task = library()["elementwise"], load_task(SOFTPLUS)
+    one = instantiate(skeleton, task, {"N": "n", "OUT": "y", "VALUE": "x[i] * 2.f"}).source
+    assert "return x[i] * 2.f;" in one
+    whole = instantiate(skeleton, task, {"N": "n", "OUT": "y", "VALUE": (
+        "__device__ float value(const float* x, float* y, int n, long long i) {\n    return x[i] * 3.f;\n}")}).source
+    assert "return x[i] * 3.f;" in whole and "float value(" not in whole
+
+
+def test_an_instance_is_a_kernel_file_with_the_tasks_signature_and_knows_where_each_fill_is():
+    skeleton, task = library()["elementwise"], load_task(SOFTPLUS)
+    fills = parse_fills((PORTS / "softplus.md").read_text(), skeleton).values
+    instance = instantiate(skeleton, task, fills, header="ported: skeleton elementwise")
+    assert instance.source.startswith("// ported: skeleton elementwise\n")
+    directives = parse_directives(instance.source)
+    assert directives.entries[0].name == "kagent_elementwise" and directives.entries[0].grid[0].startswith("min(")
+    assert "kagent_elementwise(const float* __restrict__ x, float* __restrict__ y, int n)" in instance.source
+    lines = instance.source.splitlines()
+    (start, end), = instance.spans["VALUE"]
+    assert lines[start - 1].strip() == "const float v = x[i];" and "log1pf" in lines[end - 1]
+    assert instance.slot_at(start) == "VALUE" and instance.slot_at(1) is None
+
+
+def test_a_task_parameter_named_like_a_skeleton_macro_is_refused():
+    skeleton, task = library()["elementwise"], load_task(SOFTPLUS)
+    renamed = task.model_copy(update={"params": ["x", "y", "BLOCK"], "dims": {"BLOCK": 5}})
+    with pytest.raises(SkeletonError, match="parameter BLOCK has the name of a macro"):
+        instantiate(skeleton, renamed, {"N": "n", "OUT": "y", "VALUE": "0"})
+
+
+def test_skeletons_fit_by_family():
+    task = load_task(SOFTPLUS)
+    assert [s.name for s in fitting(task)] == [s.name for s in library().values() if "elementwise" in s.families]
+    assert fitting(task.model_copy(update={"family": None})) == list(library().values())
+
+
+@pytest.mark.skipif(not HAS_NVRTC, reason="needs NVRTC (cuda-bindings)")
+@pytest.mark.parametrize("fixture", sorted(PORTS.glob("*.md")), ids=lambda p: p.stem)
+def test_every_fixture_fill_compiles_into_its_task(fixture):
+    """A hand-written fill for each naive-only task: the library covers it (run on the GPU by
+    tests/gpu/test_ports.py)."""
+    text = fixture.read_text()
+    name = re.match(r"skeleton:\s*(\w+)", text).group(1)
+    task_file = next((ROOT / "tasks").glob(f"*/{fixture.stem}.yaml"))
+    skeleton, task = library()[name], load_task(task_file)
+    instance = instantiate(skeleton, task, parse_fills(text, skeleton).values)
+    entries = [e.name for e in parse_directives(instance.source).entries]
+    result = compile_source(instance.source, entries, arch="sm_90")
+    assert result.ok, result.log

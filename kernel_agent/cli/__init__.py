@@ -1,14 +1,15 @@
 """The `kagent` command line: `app` (typer) with the commands of the modules below registered on it.
 
 Modules: app (the application, shared checks and exit codes), task_commands (check, tasks validate,
-sweep, doctor), optimize_command (optimize), measure_command (measure), bench_commands (bench,
-suite-table, replay-bench). What the commands show is drawn by `kernel_agent/render/`.
+sweep, doctor), optimize_command (optimize), measure_command (measure), port_command (port,
+skeletons), bench_commands (bench, suite-table, replay-bench). What the commands show is drawn by
+`kernel_agent/render/`.
 """
 
 from .app import app
 
 # Importing each module registers its commands, in the order `kagent --help` lists them.
-from . import task_commands, optimize_command, measure_command, bench_commands  # noqa: F401  # isort: skip
+from . import task_commands, optimize_command, measure_command, port_command, bench_commands  # noqa: F401  # isort: skip
 
 
 def main() -> None:

@@ -1,20 +1,28 @@
-"""One expert kernel of the task's family, shown to the model as an example of the technique.
+"""One fast kernel of the task's family, shown to the model as an example of the technique.
 
 The suite's other tasks of the same family (rowwise, elementwise, matmul, ...) carry expert variants
 (one block per row with a tree reduction, vector loads, shared-memory tiles). A model that has only
-the naive kernel before it rarely invents the structure; a short, working example from a neighbouring
-task shows it. The example is another task's kernel: its signature and math are not this task's.
+the naive kernel before it rarely invents the structure; a working example from a neighbouring task
+shows it. The example is another task's kernel: its signature and math are not this task's.
+
+A small model copies what it sees rather than adapting it, and an expert kernel of 100 lines and
+five helpers came back as its entry alone. It gets the family's teaching example instead:
+`prompts/examples/FAMILY.cu`, a kernel of about 20 lines with the one idea that matters (a warp per
+row, a grid-stride loop, a block reduction, shared-memory tiles), written for a suite task named on
+its `// task:` line (so it is checked on the GPU like any kernel of that task).
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..task import Task, TaskError, load_task
 
 PROJECT_TASKS = Path(__file__).resolve().parents[2] / "tasks"
+TEACHING = Path(__file__).resolve().parents[2] / "prompts" / "examples"
 
 
 @dataclass(frozen=True)
@@ -22,6 +30,19 @@ class Example:
     task: str  # the task it solves
     description: str
     source: str  # comment lines dropped, directives kept
+
+
+def teaching_example(task: Task) -> Example | None:
+    """The family's teaching example for a small model (`prompts/examples/FAMILY.cu`), or None."""
+    path = TEACHING / f"{task.family}.cu"
+    if task.family is None or not path.exists():
+        return None
+    m = re.search(r"^//\s*task:\s*(\S+)", path.read_text(), re.MULTILINE)
+    solved = _load((PROJECT_TASKS.parent / m.group(1)).resolve()) if m else None
+    if solved is None or solved.name == task.name:
+        return None
+    text = "\n".join(line for line in path.read_text().splitlines() if not re.match(r"^//\s*task:", line))
+    return Example(solved.name, solved.description, text.strip() + "\n")
 
 
 def family_example(task: Task, max_lines: int) -> Example | None:

@@ -32,7 +32,7 @@ from ..task import Task
 from . import sameness
 from .answers import kernel_files, parse_answer
 from .context import Extras, prompt_context, repair_context
-from .examples import Example, family_example
+from .examples import Example, family_example, teaching_example
 from .failures import LLMError
 from .prompts import render
 
@@ -40,7 +40,7 @@ MAX_REPAIRS = 2  # repair rounds per LLM kernel
 PARSE_RETRIES = 1  # re-asks when an answer cannot be parsed or applied, or is no new answer
 REPEAT_TEMPERATURES = (0.7, 1.0)  # a prompt sent again, or a re-ask after no new answer: sample wider
 EARLIER_SHOWN = 6  # earlier answers listed in a prompt
-EXAMPLE_LINES = {False: 180, True: 120}  # the longest family example shown (large model, small model)
+EXAMPLE_LINES = 180  # the longest expert kernel shown as the family's example (a small model gets a teaching one)
 SMALL_MAX_TOKENS = 2048  # a small model's answer: a whole short kernel fits; a runaway answer stops sooner
 
 
@@ -85,7 +85,8 @@ class LLMProposer:
     answer_texts: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
-        self.example: Example | None = family_example(self.task, EXAMPLE_LINES[self.small])
+        self.example: Example | None = teaching_example(self.task) if self.small else \
+            family_example(self.task, EXAMPLE_LINES)
         self.kernels_dir = self.run_dir / "llm_kernels"
         self.kernels_dir.mkdir(parents=True, exist_ok=True)
         self.trajectory = self.run_dir / "trajectory.jsonl"

@@ -9,7 +9,7 @@ import functools
 from pathlib import Path
 
 from ..task import Task
-from .fills import Fills, parse_fills
+from .fills import Fills, named_skeleton, parse_fills
 from .format import Skeleton, SkeletonError, Slot, parse_skeleton
 from .instance import Instance, check_fills, instantiate, normalize_fills
 
@@ -26,9 +26,11 @@ __all__ = [
     "fitting",
     "instantiate",
     "library",
+    "named_skeleton",
     "normalize_fills",
     "parse_fills",
     "parse_skeleton",
+    "port",
 ]
 
 
@@ -51,3 +53,18 @@ def fitting(task: Task, folder: Path = LIBRARY) -> list[Skeleton]:
     if task.family is None:
         return skeletons
     return [s for s in skeletons if task.family in s.families]
+
+
+def port(task: Task, text: str, skeleton: str | None = None, header: str = "") -> Instance:
+    """The task's kernel file from a fill file's text (`skeleton:` line, one block per slot); raises
+    SkeletonError saying what does not fit."""
+    name = skeleton or named_skeleton(text)
+    known = library()
+    if name is None:
+        raise SkeletonError(f"no skeleton named: give one (skeletons: {', '.join(known)}) or start the fills "
+                            "with a `skeleton: NAME` line")
+    if name not in known:
+        raise SkeletonError(f"no skeleton {name!r} (skeletons: {', '.join(known)})")
+    chosen = known[name]
+    return instantiate(chosen, task, parse_fills(text, chosen).values,
+                       header=header or f"kagent port: skeleton {name} ({chosen.path.name}), task {task.name}")

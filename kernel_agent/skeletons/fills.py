@@ -65,3 +65,12 @@ def _named_inside(body: list[str], names: dict[str, str]) -> str | None:
         del body[0]
         return names[m.group(1).lower()]
     return None
+
+
+_SKELETON_LINE = re.compile(r"^\s*skeleton\s*:\s*(\w+)\s*$", re.MULTILINE)
+
+
+def named_skeleton(text: str) -> str | None:
+    """The skeleton a fill file names on its `skeleton: NAME` line, if any."""
+    m = _SKELETON_LINE.search(text)
+    return m.group(1) if m else None

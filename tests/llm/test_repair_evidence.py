@@ -54,3 +54,13 @@ def test_a_family_without_an_expert_kernel_gets_no_example(tmp_path):
     task = load_task(SOFTMAX).model_copy(update={"family": "nothing_like_it"})
     assert family_example(task, 500) is None
     assert family_example(load_task(SOFTMAX), 10) is None  # every expert kernel is longer
+
+
+def test_a_small_model_gets_the_familys_short_teaching_example():
+    from kernel_agent.llm.examples import teaching_example
+
+    task = load_task(ROOT / "tasks" / "naive" / "log_softmax.yaml")
+    example = teaching_example(task)
+    assert example is not None and example.task == "row_sum" and len(example.source.splitlines()) < 25
+    assert "__shfl_xor_sync" in example.source and "task:" not in example.source
+    assert teaching_example(load_task(ROOT / "tasks" / "level1" / "row_sum.yaml")) is None  # its own task

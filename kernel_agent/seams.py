@@ -116,13 +116,14 @@ class SearchState:
         return found
 
 
-Action = Literal["tune", "rewrite", "repair"]  # a later issue adds "port"
+Action = Literal["tune", "rewrite", "repair", "port"]
 
 
 @dataclass(frozen=True)
 class Plan:
-    """The planner's next move: who acts (`role`: a specialist, or the planner itself for a new
-    structure), on which parent, doing what, and why; `prompt` is the role's template when a model acts."""
+    """The planner's next move: who acts (`role`: a specialist, the planner itself for a new structure,
+    or the skeleton to port), on which parent, doing what, and why; `prompt` is the role's template
+    when a model acts."""
 
     action: Action
     role: str

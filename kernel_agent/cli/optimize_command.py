@@ -86,6 +86,10 @@ def optimize(
                                                "one answer format) or for a large one [default: small when the "
                                                "model's name says <= 8B parameters, or, saying nothing, when it "
                                                "is served on this machine]."),
+    llm_port: bool = typer.Option(True, "--llm-port/--no-llm-port",
+                                  help="While no kernel is 1.5x the baseline, have the model fill the slots of the "
+                                       "skeletons that fit the task (`kagent skeletons TASK`) before it writes whole "
+                                       "kernels."),
     no_llm: bool = typer.Option(False, "--no-llm", help="Offline specialists only, even if an LLM is configured."),
 ) -> None:
     """Search a task's kernels, knobs and generic edits for the fastest correct kernel.
@@ -107,7 +111,7 @@ def optimize(
             if task_file is None:
                 fail(2, "give a task file (or --resume RUN)")
             llm_settings, llm_url = (None, None) if no_llm else \
-                llm_settings_from(llm, llm_base_url, llm_budget, llm_every, llm_timeout, llm_small)
+                llm_settings_from(llm, llm_base_url, llm_budget, llm_every, llm_timeout, llm_small, llm_port)
             options = OptimizeOptions(task_file=task_file, out=out, strategy=strategy, seed=seed,
                                       budget=40 if budget is None else budget, batch=batch, executor=executor,
                                       recording=recording, time_limit_s=time_limit, warm_start=warm_start,
@@ -159,8 +163,8 @@ def _discard_unstarted(run_dir: Path | None, created: bool) -> bool:
 
 
 def llm_settings_from(model: str | None, base_url: str | None, budget: int | None, every: int,
-                      timeout_s: float | None = None,
-                      small: bool | None = None) -> tuple[LLMSettings | None, str | None]:
+                      timeout_s: float | None = None, small: bool | None = None,
+                      port: bool = True) -> tuple[LLMSettings | None, str | None]:
     """The LLM part of a run's settings (flags first, then environment, then the config file), and the
     endpoint to call. The settings are stored (run.json, report.md): they hold the URL without any
     credentials; the URL as given is only used, never written. `small` None: decided by the model."""
@@ -168,7 +172,7 @@ def llm_settings_from(model: str | None, base_url: str | None, budget: int | Non
     if config is None:
         return None, None
     settings = LLMSettings(model=config.model, base_url=config.display_url, token_budget=config.token_budget,
-                           every=every, timeout_s=timeout_s,
+                           every=every, timeout_s=timeout_s, port=port,
                            small=is_small_model(config.model, config.base_url) if small is None else small)
     return settings, config.base_url
 
@@ -188,7 +192,8 @@ def _resume_llm(config: RunConfig, no_llm: bool, model: str | None, base_url: st
                                       budget if budget is not None else (before.token_budget if before else None),
                                       before.every if before else 2,
                                       timeout_s if timeout_s is not None else (before.timeout_s if before else None),
-                                      before.small if before and model in (None, before.model) else None)
+                                      before.small if before and model in (None, before.model) else None,
+                                      before.port if before else True)
     if base_url is None and before is not None and settings is not None and settings.base_url != before.base_url:
         settings.base_url = url = before.base_url  # the environment names another endpoint: keep the run's
     config.llm = settings

@@ -16,7 +16,6 @@ that ask for whole files.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Callable
@@ -28,18 +27,20 @@ from sandbox import KernelError, Outcome, Status, redact
 
 from ..optimize.space import Space
 from ..seams import Attempt, Candidate, ChatModel, Plan, Proposal, SearchState
+from ..skeletons import library
 from ..task import Task
-from . import sameness
-from .answers import kernel_files, parse_answer
-from .context import Extras, prompt_context, repair_context
+from .answers import ParsedAnswer, kernel_files, parse_answer
+from .context import Extras, parent_view, prompt_context, repair_context
 from .examples import Example, family_example, teaching_example
 from .failures import LLMError
-from .prompts import render
+from .history import WORD_FOR_WORD, Answered, History, same_as
+from .history import temperature as history_temperature
+from .porting import Port, fills_reader, port_prompt_context, repair_view, skeleton_view
+from .prompts import render, task_context
 
 MAX_REPAIRS = 2  # repair rounds per LLM kernel
+MAX_PORT_REPAIRS = 3  # repair rounds per ported kernel (one slot at a time: cheaper, and they converge)
 PARSE_RETRIES = 1  # re-asks when an answer cannot be parsed or applied, or is no new answer
-REPEAT_TEMPERATURES = (0.7, 1.0)  # a prompt sent again, or a re-ask after no new answer: sample wider
-EARLIER_SHOWN = 6  # earlier answers listed in a prompt
 EXAMPLE_LINES = 180  # the longest expert kernel shown as the family's example (a small model gets a teaching one)
 SMALL_MAX_TOKENS = 2048  # a small model's answer: a whole short kernel fits; a runaway answer stops sooner
 
@@ -50,16 +51,10 @@ class Origin:
     round: int
     call: int
     parent: Candidate | None
+    port: Port | None = None  # a ported kernel: its skeleton, fills and where they landed
 
 
-@dataclass
-class Answered:
-    """One answer of the model, for the "earlier answers" list of later prompts."""
-
-    role: str
-    round: int
-    kernel: str | None  # the kernel it became, or None
-    problem: str = ""  # why it was not used
+Reader = Callable[[str, bool, tuple[str, ...]], tuple[ParsedAnswer, Port | None]]
 
 
 @dataclass
@@ -80,9 +75,7 @@ class LLMProposer:
     on_wait: Callable[[str | None], None] | None = None  # told "waiting for the LLM (...)" before a call, None after
     deadline: float | None = None  # time.monotonic() by which every call must be over (the run's time limit)
     small: bool = False  # small-model prompts: whole files, knobs optional, one answer format
-    answered: list[Answered] = field(default_factory=list)
-    sent: dict[str, int] = field(default_factory=dict)  # prompt digest -> times sent
-    answer_texts: set[str] = field(default_factory=set)
+    history: History = field(default_factory=History)
 
     def __post_init__(self) -> None:
         self.example: Example | None = teaching_example(self.task) if self.small else \
@@ -99,32 +92,29 @@ class LLMProposer:
     # -- proposals ---------------------------------------------------------------------------
 
     def propose(self, state: SearchState, plan: Plan) -> Proposal | None:
-        """Carry out a rewrite plan: ask, with the plan's role's prompt, for a kernel derived from its parent."""
+        """Carry out a plan: port a skeleton (fill its slots), or rewrite: ask, with the plan's role's
+        prompt, for a kernel derived from its parent."""
         assert plan.parent is not None
+        if plan.action == "port":
+            return self._port(state, plan)
         context = prompt_context(self.task, self.space, state, plan.parent, self._extras(state))
-        return self._ask(render(plan.prompt, **context), plan.role, 0, plan.parent, context["parent_source"],
+        source = context["parent_source"]
+        return self._ask(render(plan.prompt, **context), plan.role, 0, plan.parent, _file_reader(source),
                          context["short"])
 
-    def _extras(self, state: SearchState) -> Extras:
-        return Extras(small=self.small, earlier=self._earlier(state), example=self.example, own=set(self.origins))
+    def _port(self, state: SearchState, plan: Plan) -> Proposal | None:
+        """Ask for the slot fills of the plan's skeleton (`plan.role`); the kernel is assembled here."""
+        assert plan.parent is not None
+        skeleton = library()[plan.role]
+        context = port_prompt_context(self.task, parent_view(self.space, plan.parent), skeleton,
+                                      self.history.earlier(state))
+        read = fills_reader(skeleton, self.task, {}, _port_header(skeleton.name, self.task.name))
+        return self._ask(render(plan.prompt, **context), f"port:{skeleton.name}", 0, plan.parent,
+                         lambda text, finished, _earlier: read(text, finished), short=True)
 
-    def _earlier(self, state: SearchState) -> list[str]:
-        """The model's kernels in this run and what became of each (the last EARLIER_SHOWN), then the
-        reasons its other answers were not used (each reason once, with how often)."""
-        lines = []
-        for answer in [a for a in self.answered if a.kernel is not None][-EARLIER_SHOWN:]:
-            assert answer.kernel is not None
-            default = self.space.default(answer.kernel)
-            attempt = next((a for a in reversed(state.attempts) if a.candidate == default), None)
-            lines.append(f"{answer.kernel} ({_who(answer)}): {_verdict(attempt)}")
-        reasons: dict[str, int] = {}
-        for answer in self.answered:
-            if answer.kernel is None:
-                reason = _first_sentence(answer.problem)
-                reasons[reason] = reasons.get(reason, 0) + 1
-        for reason, times in list(reasons.items())[-EARLIER_SHOWN // 2:]:
-            lines.append(f"{'an answer' if times == 1 else f'{times} answers'} not used: {reason}")
-        return lines
+    def _extras(self, state: SearchState) -> Extras:
+        return Extras(small=self.small, earlier=self.history.earlier(state), example=self.example,
+                      own=set(self.origins))
 
     def has_repair(self) -> bool:
         return bool(self.repairs)
@@ -136,40 +126,50 @@ class LLMProposer:
         while self.repairs and self.enabled:
             failed = self.repairs.pop(0)
             origin = self.origins[failed.candidate.kernel]
-            if origin.round >= MAX_REPAIRS:
+            if origin.round >= (MAX_PORT_REPAIRS if origin.port else MAX_REPAIRS):
                 continue
+            if origin.port is not None:
+                return self._repair_port(origin, origin.port, failed)
             context = repair_context(self.task, self.space, state, failed, self._extras(state))
             template = f"repair_{failed.outcome.status.value}.j2"
             # the file as written: the compiler's line numbers refer to it
             return self._ask(render(template, **context), origin.role, origin.round + 1, failed.candidate,
-                             context["source"], context["short"])
+                             _file_reader(context["source"]), context["short"])
         return None
 
-    def _ask(self, prompt: str, role: str, round_: int, parent: Candidate, parent_source: str,
+    def _repair_port(self, origin: Origin, port: Port, failed: Attempt) -> Proposal | None:
+        """The fills and the failure's evidence go back; the slots the model resends replace theirs."""
+        skeleton = port.skeleton
+        context = {"task": task_context(self.task), "skeleton": skeleton_view(skeleton, self.task),
+                   "fills": port.fills, "failure": repair_view(port, failed)}
+        read = fills_reader(skeleton, self.task, port.fills, _port_header(skeleton.name, self.task.name))
+        return self._ask(render("repair_port.j2", **context), origin.role, origin.round + 1, failed.candidate,
+                         lambda text, finished, _earlier: read(text, finished), short=True)
+
+    def _ask(self, prompt: str, role: str, round_: int, parent: Candidate, read: Reader,
              short: bool) -> Proposal | None:
-        """Ask; parse the answer against `parent_source` (the text the prompt showed); re-ask once when
-        the answer is unusable or no new answer, at a higher temperature for the latter."""
+        """Ask; `read` makes the answer a kernel file (a whole file or edits against the text the prompt
+        showed, or slot fills); re-ask once when the answer is unusable or no new answer, at a higher
+        temperature for the latter."""
         if not self.enabled:
             return None
         system = render("system_small.j2" if self.small else "system.j2", arch=self.arch)
         messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
         hotter = 0
         for ask in range(1, 2 + PARSE_RETRIES):
-            messages, repeats = self._unsent(messages)
-            temperature = _temperature(max(repeats, hotter))
+            messages, repeats = self.history.unsent(messages)
+            temperature = history_temperature(max(repeats, hotter))
             completion = self._complete(messages, role if round_ == 0 else f"{role} repair {round_}", ask,
                                         temperature)
             if completion is None:
                 return None
             text = completion["text"]
             earlier = tuple(f for m in messages if m["role"] == "assistant" for f in kernel_files(m["content"]))
-            parsed = parse_answer(text, parent_source, finished=completion["finish_reason"] != "length",
-                                  earlier=earlier)
+            parsed, port = read(text, completion["finish_reason"] != "length", earlier)
             label, problem = None, parsed.feedback
-            if text.strip() in self.answer_texts:
-                problem = ("no new answer: this answer is word for word one you sent before in this run. Send a "
-                           "different kernel.")
-            elif parsed.source is not None and (same := self._same_as(parsed.source, repair=round_ > 0)):
+            if self.history.repeated(text):
+                problem = WORD_FOR_WORD
+            elif parsed.source is not None and (same := same_as(self.space, parsed.source, repair=round_ > 0)):
                 problem = same
             elif parsed.source is not None:
                 label = f"llm{len(self.origins) + 1}"
@@ -179,14 +179,13 @@ class LLMProposer:
                     self.space.add_kernel(label, path, self.generic)
                 except KernelError as exc:
                     label, problem = None, f"the kernel file is not usable: {exc}"
-            self.answer_texts.add(text.strip())
             if not completion.pop("replayed", False):
                 self._log({"type": "call", "call": self.calls, "role": role, "round": round_, "messages": messages,
                            **completion, "temperature": temperature, "parsed": parsed.kind, "feedback": problem,
-                           "kernel": label})
-            self.answered.append(Answered(role, round_, label, problem))
+                           "kernel": label, **({"fills": port.fills} if port is not None else {})})
+            self.history.answered.append(Answered(role, round_, label, problem))
             if label is not None:
-                self.origins[label] = Origin(role, round_, self.calls, parent)
+                self.origins[label] = Origin(role, round_, self.calls, parent, port)
                 return Proposal(self.space.default(label), parent=parent, note=f"LLM {role}, round {round_}")
             again = render("repair_unparsed.j2", feedback=problem, small=self.small, short=short)
             if problem.startswith("no new answer"):  # asked afresh: an answer in view is copied, not changed
@@ -194,32 +193,6 @@ class LLMProposer:
                 messages = [messages[0], {"role": "user", "content": f"{prompt}\n\n{again}"}]
             else:  # the answer stays in view: its format is what needs fixing
                 messages = [*messages, {"role": "assistant", "content": text}, {"role": "user", "content": again}]
-        return None
-
-    def _unsent(self, messages: list[dict]) -> tuple[list[dict], int]:
-        """The messages, made different from every prompt sent before in this run (a repeat gets a note
-        saying how often it was sent), and how many times the original had been sent."""
-        repeats = self.sent.get(_digest(messages), 0)
-        self.sent[_digest(messages)] = repeats + 1
-        if repeats:
-            note = (f"\n\n(This request was sent {repeats} time{'s' if repeats > 1 else ''} before in this run; "
-                    "those answers were not used or failed. Send a different kernel.)")
-            messages = [*messages[:-1], {**messages[-1], "content": messages[-1]["content"] + note}]
-            self.sent[_digest(messages)] = self.sent.get(_digest(messages), 0) + 1
-        return messages, repeats
-
-    def _same_as(self, source: str, repair: bool) -> str | None:
-        """"No new answer" feedback when the kernel is one the run has already: for a new kernel, the same
-        structure (names, comments, spacing and launch numbers aside); for a repair, the same text."""
-        form = sameness.text if repair else sameness.structure
-        mine = form(source)
-        for label, ks in self.space.kernels.items():
-            if form(ks.kernel.source) == mine:
-                what = ("the same text, comments and spacing aside" if repair else
-                        "the same code, names, comments, spacing and launch numbers aside")
-                return (f"no new answer: this kernel is {label} again ({what}). Send a kernel that works "
-                        "differently: " + ("change the lines that caused the failure." if repair else
-                                           "another way of splitting the work among blocks and threads."))
         return None
 
     def _complete(self, messages: list[dict], who: str, ask: int, temperature: float | None) -> dict | None:
@@ -274,38 +247,15 @@ class LLMProposer:
 ORDINALS = {1: "1st", 2: "2nd", 3: "3rd"}
 
 
-def _temperature(hotter: int) -> float | None:
-    """None (the configured temperature) for a first ask; wider sampling for a repeat."""
-    return REPEAT_TEMPERATURES[min(hotter, len(REPEAT_TEMPERATURES)) - 1] if hotter else None
+def _file_reader(source: str) -> Reader:
+    """Reads a whole file, or edits against `source` (else against the model's own earlier files)."""
+    def read(text: str, finished: bool, earlier: tuple[str, ...]) -> tuple[ParsedAnswer, Port | None]:
+        return parse_answer(text, source, finished=finished, earlier=earlier), None
+    return read
 
 
-def _digest(messages: list[dict]) -> str:
-    return hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
-
-
-def _who(answer: Answered) -> str:
-    return answer.role if answer.round == 0 else f"{answer.role}, repair {answer.round}"
-
-
-def _first_sentence(text: str) -> str:
-    line = " ".join(text.split())
-    cut = line.find(". ")
-    return line[: cut + 1] if 0 < cut < 240 else line[:240]
-
-
-def _verdict(attempt: Attempt | None) -> str:
-    """What became of a kernel, in a few words."""
-    if attempt is None:
-        return "not evaluated yet"
-    o = attempt.outcome
-    if o.status is Status.not_run:
-        return "compiled; not run yet (no GPU here), so its speed and correctness are unknown"
-    if attempt.ms is not None:
-        speed = f", {o.speedup:.2f}x the baseline" if o.speedup else ""
-        return f"correct, {attempt.ms:.4f} ms{speed}"
-    detail = (o.log or o.message).strip().splitlines()
-    first = next((line.strip() for line in detail if "error" in line.lower()), detail[0].strip() if detail else "")
-    return f"{o.status.value}: {first[:200]}"
+def _port_header(skeleton: str, task: str) -> str:
+    return f"kagent port: skeleton {skeleton} (kernel_agent/skeletons/{skeleton}.cu), task {task}, slots by the model"
 
 
 def redacted(value: Any) -> Any:

@@ -18,6 +18,8 @@ NOISY_TEMPERATURE = 3.0
 UCB_WEIGHT = 0.7
 NEW_STRUCTURE = "planner"  # the role that asks a model for a whole new kernel structure
 NEW_STRUCTURE_PROMPT = "planner.j2"
+PORT_PROMPT = "port.j2"
+FAST_ENOUGH = 1.5  # a kernel this many times faster than the baseline: the task has a fast structure
 
 
 @dataclass
@@ -38,6 +40,8 @@ class Credit:
 class Planner:
     specialists: dict[str, Specialist]
     llm_every: int = 2  # with a model: ask it for a new kernel every this many batches (and while stalled)
+    ports: list[str] = field(default_factory=list)  # skeletons that fit the task, in the order to port them
+    ported: set[str] = field(default_factory=set)
     credit: dict[str, Credit] = field(default_factory=dict)
     stalls: int = 0  # how many times progress stalled: rotates the noisy specialist
 
@@ -52,6 +56,20 @@ class Planner:
         if model is None or not model.enabled or not model.has_repair():
             return None
         return Plan("repair", "", None, "a model's kernel failed: its evidence goes back to the model")
+
+    def port_plan(self, state: SearchState, model: Proposer | None) -> Plan | None:
+        """With a model, while no kernel is FAST_ENOUGH: port the next fitting skeleton not ported yet
+        (the model fills its slots; repairs follow as for any of its kernels)."""
+        if model is None or not model.enabled:
+            return None
+        if any((a.outcome.speedup or 0.0) >= FAST_ENOUGH for a in state.correct()):
+            return None
+        name = next((n for n in self.ports if n not in self.ported), None)
+        if name is None:
+            return None
+        self.ported.add(name)
+        parent = state.space.default("baseline")
+        return Plan("port", name, parent, "no fast kernel yet: a skeleton that fits the task", PORT_PROMPT)
 
     def rewrite_plan(self, state: SearchState, batch: int, model: Proposer | None) -> Plan | None:
         """Every `llm_every` batches (or whenever stalled), ask the model for a new kernel: the planner's

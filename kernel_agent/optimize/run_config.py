@@ -26,6 +26,7 @@ class LLMSettings(BaseModel):
     every: int = Field(2, ge=1, description="ask for a new kernel every this many batches (and when stalled)")
     timeout_s: float | None = Field(None, gt=0, description="seconds per HTTP attempt; None: the config's default")
     small: bool = Field(False, description="small-model prompts: whole files, knobs optional, one answer format")
+    port: bool = Field(True, description="port fitting skeletons (the model fills slots) while no kernel is fast")
 
 
 class RunConfig(BaseModel):

@@ -16,6 +16,7 @@ from sandbox import GpuWorker, Settings, detect_arch, target_arch
 from ..files import new_folder
 from ..recording import recording_path
 from ..seams import Attempt, Executor, Proposer, SearchState
+from ..skeletons import fitting
 from ..task import Task, load_task
 from .executors import CompileOnlyExecutor, ExecutorError, GpuExecutor, ReplayExecutor
 from .loop import RunResult, search
@@ -164,8 +165,15 @@ def execute(run: Run, settings: Settings | None = None, hooks: Hooks | None = No
     llm = _llm_proposer(run, space, hooks.notice, llm_url)
     if llm is not None:
         llm.on_wait = hooks.on_wait
+    ports = [s.name for s in fitting(run.task)] if config.strategy == "agent" else []
+    if config.llm is not None and not config.llm.port:
+        ports = []
+    elif llm is None and ports and not run.task.variants:
+        hooks.notice(f"{run.task.name} has only its naive kernel: porting a skeleton that fits it ({', '.join(ports)}) "
+                     "needs a model (--llm); without one only the naive kernel's knobs and generic edits are tried. "
+                     "Or fill one by hand: kagent port TASK --fills FILE")
     strategy = make_strategy(config.strategy, policies=policies, llm=llm,
-                             llm_every=config.llm.every if config.llm else 2) \
+                             llm_every=config.llm.every if config.llm else 2, ports=ports) \
         if config.strategy == "agent" else make_strategy(config.strategy)
     store = Store(run.out / "kagent.sqlite", hooks.notice)
     own_worker = None

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kernel_agent.llm.porting import skeleton_view
 from kernel_agent.llm.prompts import (
     PROMPTS_DIR,
     PromptError,
@@ -17,10 +18,13 @@ from kernel_agent.llm.prompts import (
     task_context,
     template_names,
 )
+from kernel_agent.skeletons import library
+from kernel_agent.task import load_task
 from sandbox import Mismatch, compile_source, parse_directives
 from tests.paths import ROOT
 
 ROWBLOCK = ROOT / "tasks" / "level1" / "layernorm" / "rowblock.cu"
+SKELETON = skeleton_view(library()["elementwise"], load_task(ROOT / "tasks" / "naive" / "softplus.yaml"))
 SPECIALISTS = ("launch", "memory", "compute", "reduction")
 REPAIRS = ("compile_error", "resource_error", "launch_error", "runtime_error", "timeout", "wrong_result",
            "nondeterministic", "unparsed")
@@ -85,11 +89,25 @@ def contexts(task, source, search) -> dict[str, dict]:
                                         message="wrong y, different between two identical runs"),
         "repair_unparsed": dict(feedback="SEARCH/REPLACE block 1: its SEARCH text does not appear in the "
                                 "parent kernel.", small=False, short=False),
+        "port": dict(task=task, naive=source, skeleton=SKELETON, earlier=["llm1 (port:elementwise): compile_error"],
+                     example={"task": "gelu", "description": "GELU", "fills": "```N\nn\n```"}),
+        "repair_port": dict(task=task, skeleton=SKELETON, fills={"N": "rows * cols", "OUT": "y", "VALUE": "x[i]"},
+                            failure={"status": "compile_error", "message": "1 error", "log": log,
+                                     "slots_to_fix": ["VALUE"], "launch": None, "mismatch": None}),
     }
 
 
+def test_the_port_prompts_show_contracts_and_the_fills_to_fix(contexts):
+    text = render("port", **contexts["port"])
+    assert "Skeleton `elementwise`" in text and "- `VALUE`, C statements" in text and "```N\nn\n```" in text
+    assert "Fill every slot (N, OUT, VALUE)" in text and "kagent_elementwise" not in text
+    repair = render("repair_port", **contexts["repair_port"])
+    assert "The compiler's errors are in slot VALUE." in repair and "```OUT\ny\n```" in repair
+    assert "send the corrected block for VALUE" in repair
+
+
 def test_the_template_list_is_complete():
-    expected = {"system", "system_small", "planner", *(f"specialist_{a}" for a in SPECIALISTS),
+    expected = {"system", "system_small", "planner", "port", "repair_port", *(f"specialist_{a}" for a in SPECIALISTS),
                 *(f"repair_{r}" for r in REPAIRS)}
     assert set(template_names()) == expected
     assert not any(name.startswith("_") for name in template_names())

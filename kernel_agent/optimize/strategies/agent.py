@@ -29,10 +29,11 @@ ASKS_WHEN_IDLE = 3  # asks for a new kernel in a batch with nothing else to try,
 class AgentStrategy(Strategy):
     name = "agent"
 
-    def __init__(self, policies: PolicyBook | None = None, llm: Proposer | None = None, llm_every: int = 2):
+    def __init__(self, policies: PolicyBook | None = None, llm: Proposer | None = None, llm_every: int = 2,
+                 ports: list[str] | None = None):
         self.policies = policies or PolicyBook()
         specialists = {s: Specialist(s, self.policies[s]) for s in SPECIALISTS}
-        self.planner = Planner(specialists, llm_every=llm_every)
+        self.planner = Planner(specialists, llm_every=llm_every, ports=list(ports or []))
         self.llm = llm  # a Proposer (the LLM) carries out the planner's repair and rewrite plans
         self._best_ms: float | None = None
         self._batches = 0
@@ -57,22 +58,28 @@ class AgentStrategy(Strategy):
         return out or self._new_structure(state)
 
     def _new_structure(self, state: SearchState) -> list[Proposal]:
-        """Nothing left offline (say, a naive kernel only, or nothing measured): ask the model again, with
-        the failures so far in the prompt, rather than end the run with budget left."""
+        """Nothing left offline (say, a naive kernel only, or nothing measured): port a skeleton not
+        ported yet, or ask the model for a new structure, with the failures so far in the prompt,
+        rather than end the run with budget left."""
         for _ in range(ASKS_WHEN_IDLE):
             if self.llm is None or not self.llm.enabled:
                 break
-            if proposal := self.llm.propose(state, self.planner.new_structure_plan(state)):
+            plan = self.planner.port_plan(state, self.llm) or self.planner.new_structure_plan(state)
+            if proposal := self.llm.propose(state, plan):
                 return [proposal]
         return []
 
     def _from_model(self, state: SearchState, count: int) -> list[Proposal]:
-        """The planner's moves for the model, first in the batch: a repair, then perhaps a new kernel."""
+        """The planner's moves for the model, first in the batch: a repair, a port while the task has no
+        fast kernel, then perhaps a new kernel."""
         if self.llm is None:
             return []
         out = []
         if self.planner.repair_plan(self.llm) and (repair := self.llm.next_repair(state)):
             out.append(repair)
+        if len(out) < count and (plan := self.planner.port_plan(state, self.llm)) \
+                and (proposal := self.llm.propose(state, plan)):
+            out.append(proposal)
         if len(out) < count and (plan := self.planner.rewrite_plan(state, self._batches, self.llm)) \
                 and (proposal := self.llm.propose(state, plan)):
             out.append(proposal)

@@ -1,0 +1,65 @@
+"""Porting end to end without a GPU: on a naive-only task the planner has the model fill the slots of
+the skeleton that fits (the fixture fill served by the fake endpoint), the kernel is assembled and
+compiled for real, a compiler error is traced to its slot and repaired one slot at a time; without a
+model the run says that porting needs one and which skeletons fit."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from kernel_agent.cli import app
+from tests.llm.fake_server import FakeOpenAI, answer
+from tests.llm.test_compile_only_loop import no_gpu  # noqa: F401  (a fixture)
+from tests.llm.test_optimize_llm import config_file
+from tests.paths import ROOT
+
+SOFTPLUS = ROOT / "tasks" / "naive" / "softplus.yaml"
+FILL = (ROOT / "tests" / "data" / "ports" / "softplus.md").read_text()
+
+
+def run(tmp_path, script, *extra):
+    config = config_file(tmp_path, timeout_s=5.0, max_attempts=1)
+    with FakeOpenAI(script) as server:
+        result = CliRunner().invoke(app, [
+            "optimize", str(SOFTPLUS), "--out", str(tmp_path / "out"), "--budget", "6", "--no-warm-start",
+            "--llm", "test-model", "--llm-base-url", server.base_url, *extra],
+            env={"KAGENT_CONFIG": str(config), "OPENAI_API_KEY": ""})
+    assert result.exit_code == 0, result.output
+    (run_dir,) = (tmp_path / "out" / "softplus").iterdir()
+    rows = [json.loads(line) for line in (run_dir / "trajectory.jsonl").read_text().splitlines()]
+    attempts = [json.loads(line) for line in (run_dir / "attempts.jsonl").read_text().splitlines()]
+    return result, run_dir, [r for r in rows if r["type"] == "call"], attempts
+
+
+def test_a_naive_only_task_is_ported_and_a_broken_slot_repaired(tmp_path, no_gpu):  # noqa: F811
+    broken = FILL.replace("log1pf(expf(v))", "log1pf(expf(w))")
+    fixed_value = "Fixed: `w` should be `v`.\n```VALUE\nconst float v = x[i];\nreturn v > 20.f ? v : log1pf(expf(v));\n```\n"
+    _, run_dir, calls, attempts = run(tmp_path, [answer(broken), answer(fixed_value)], "--batch", "1")
+    port, repair = calls[0], calls[1]
+    assert port["role"] == "port:elementwise" and port["kernel"] == "llm1" and port["fills"]["N"] == "n"
+    prompt = port["messages"][-1]["content"]
+    assert "Skeleton `elementwise`" in prompt and "`VALUE`" in prompt and "def softplus(x):" in prompt
+    assert "kagent_elementwise" not in prompt  # the model sees the contracts, not the skeleton's code
+    verdicts = {a["kernel"]: a["status"] for a in attempts}
+    assert verdicts["llm1"] == "compile_error" and verdicts["llm2"] == "not_run"
+    asked = repair["messages"][-1]["content"]
+    assert repair["round"] == 1 and "The compiler's errors are in slot VALUE." in asked and "```OUT\ny\n```" in asked
+    assert repair["kernel"] == "llm2" and repair["fills"]["OUT"] == "y"  # kept from the first answer
+    source = (run_dir / "llm_kernels" / "llm2.cu").read_text()
+    assert source.startswith("// kagent port: skeleton elementwise") and "log1pf(expf(v))" in source
+
+
+def test_without_a_model_the_run_says_porting_needs_one(tmp_path, no_gpu):  # noqa: F811
+    result = CliRunner().invoke(app, ["optimize", str(SOFTPLUS), "--out", str(tmp_path / "out"), "--budget", "4",
+                                      "--no-warm-start", "--no-llm"], env={"KAGENT_CONFIG": str(tmp_path / "none")})
+    said = " ".join(result.output.split())
+    assert "porting a skeleton that fits it (elementwise) needs a model (--llm)" in said
+    assert "kagent port TASK --fills FILE" in said
+
+
+def test_porting_can_be_left_out(tmp_path, no_gpu):  # noqa: F811
+    kernel = "```cuda\n" + (ROOT / "tasks" / "level1" / "gelu" / "vec.cu").read_text() + "```"
+    _, _, calls, _ = run(tmp_path, [answer(kernel)], "--no-llm-port")
+    assert calls and not any(c["role"].startswith("port:") for c in calls)

@@ -9,7 +9,7 @@
 // @skeleton slot STATE [fields]: the members of the per-row statistics struct `s`, 4-byte types (float, int), each with its empty value, e.g. `float m = -INFINITY; float sum = 0.f;`
 // @skeleton slot ADD [body]: `void add(PARAMS, State& s, float& v, long long row, int col, float pre)`: every parameter of the task is in scope; fold the value v at column col of the row into s, touching nothing else; you may replace v by the value MAP should get, computed from v, row, col and pre only (never from s), e.g. `v = expf(v - pre); s.sum += v;` or `s.acc += v * x[col];`
 // @skeleton slot MERGE [body]: `void merge(PARAMS, State& s, const State& o)`: every parameter of the task is in scope; fold o, the state of other values of the same row (never empty), into s, e.g. `s.sum += o.sum;` or `const float m = fmaxf(s.m, o.m); s.sum = s.sum * expf(s.m - m) + o.sum * expf(o.m - m); s.m = m;`
-// @skeleton slot FINAL [body, optional]: `void final(PARAMS, long long row, State& s, float pre)`: every parameter of the task is in scope; once s holds the whole row, turn it into what MAP and FINISH use (run once a row), e.g. `s.sum = 1.f / s.sum;` or `s.sq = rsqrtf(s.sq / cols + eps);`
+// @skeleton slot FINAL [body, optional]: `void final(PARAMS, long long row, State& s, float pre)`: every parameter of the task is in scope; once s holds the whole row, turn it into what MAP and FINISH use (change only s), e.g. `s.sum = 1.f / s.sum;` or `s.sq = rsqrtf(s.sq / cols + eps);`
 // @skeleton slot OUT_ROW [expr, optional]: `float*` to the first value of output row `row`, written by MAP (give both or neither), e.g. `y + row * cols`
 // @skeleton slot MAP [body, optional]: `float map(PARAMS, long long row, int col, float v, const State& s, float pre)`: every parameter of the task is in scope; return the output at column col of the row, v being the value there as ADD left it, e.g. `return v * s.sum;` or `return v * s.sq * gamma[col] + beta[col];`
 // @skeleton slot FINISH [body, optional]: `void finish(PARAMS, long long row, const State& s, float pre)`: every parameter of the task is in scope; run once a row by one thread, after FINAL, to write one result for the row, e.g. `y[row] = s.acc;` or `atomicAdd(loss, s.sum / batch);`
@@ -30,9 +30,10 @@
 //   every row, aligned or not, takes the vector path. With a MAP, the first vectors of the row (up to
 //   CACHE_COLS columns, within a register budget) are loaded into registers, all loads issued before
 //   any arithmetic, and stay there for the map: those columns are read from DRAM once. Columns
-//   beyond the cache are streamed UNROLL vectors at a time and re-read by later passes (from L2
-//   when the rows in flight fit); the last read of a streamed value is an evict-first load, and
-//   outputs are written with streaming stores. Without a MAP nothing is cached: the row is streamed.
+//   beyond the cache are streamed UNROLL vectors at a time and re-read by later passes, each walking
+//   them the other way from the pass before (it starts on what is likely still in L2); the last
+//   read of a streamed value is an evict-first load, and outputs are written with streaming stores.
+//   Without a MAP nothing is cached: the row is streamed.
 // - Passes: PRE (optional): each thread combines its values with PRE, then the row's threads combine
 //   their partials (a block reduction); ADD: each thread folds its values into a State (a cached
 //   value may be replaced by what MAP needs, e.g. its exp, so each is transformed once); MERGE
@@ -264,6 +265,12 @@ __device__ __forceinline__ void kagent_row({{params}}, unsigned* kg_pre_buf, uns
     const int kg_ct = kg_h + kg_nvec * KG_V;                      // first tail column
     const int kg_cnt = max(kg_nvec, max(kg_h, kg_tl));        // threads 0..kg_cnt-1 hold values
     const float* kg_xv = kg_in + kg_h;                          // VEC-aligned
+    // Streamed vectors (those past the cache): this thread's are kg_s0 + (it * UNROLL + u) * KG_TPR.
+    // Each pass walks them the other way from the pass before it, so that it starts on the vectors
+    // read last, those most likely still in L2.
+    const int kg_s0 = kg_t + KG_N * KG_TPR;
+    const int kg_its = kg_s0 < kg_nvec ? (kg_nvec - kg_s0 + UNROLL * KG_TPR - 1) / (UNROLL * KG_TPR) : 0;
+    constexpr bool KG_ADD_BACK = kg_has_pre;     // PRE walks forward, ADD the other way, MAP back again
 
     // Load the cached vectors (all loads issued before any arithmetic), the head and the tail value.
     kg_vec<KG_V> kg_r[KG_N > 0 ? KG_N : 1];
@@ -295,7 +302,8 @@ __device__ __forceinline__ void kagent_row({{params}}, unsigned* kg_pre_buf, uns
         }
         if (kg_t < kg_h) { kg_p = kg_any ? kagent_pre({{args}}, KgF(kg_p), KgF(kg_hv)) : kg_hv; kg_any = true; }
         if (kg_t < kg_tl) { kg_p = kg_any ? kagent_pre({{args}}, KgF(kg_p), KgF(kg_tv)) : kg_tv; kg_any = true; }
-        for (int kg_k0 = kg_t + KG_N * KG_TPR; kg_k0 < kg_nvec; kg_k0 += UNROLL * KG_TPR) {
+        for (int kg_it = 0; kg_it < kg_its; ++kg_it) {
+            const int kg_k0 = kg_s0 + kg_it * UNROLL * KG_TPR;
             kg_vec<KG_V> kg_a[UNROLL];
 #pragma unroll
             for (int kg_u = 0; kg_u < UNROLL; ++kg_u)
@@ -327,7 +335,8 @@ __device__ __forceinline__ void kagent_row({{params}}, unsigned* kg_pre_buf, uns
     }
     if (kg_t < kg_h) kagent_add({{args}}, kg_s, kg_hv, kg_row, kg_t, kg_pre);
     if (kg_t < kg_tl) kagent_add({{args}}, kg_s, kg_tv, kg_row, kg_ct + kg_t, kg_pre);
-    for (int kg_k0 = kg_t + KG_N * KG_TPR; kg_k0 < kg_nvec; kg_k0 += UNROLL * KG_TPR) {
+    for (int kg_it = 0; kg_it < kg_its; ++kg_it) {
+        const int kg_k0 = kg_s0 + (KG_ADD_BACK ? kg_its - 1 - kg_it : kg_it) * UNROLL * KG_TPR;
         kg_vec<KG_V> kg_a[UNROLL];
 #pragma unroll
         for (int kg_u = 0; kg_u < UNROLL; ++kg_u) {
@@ -371,7 +380,8 @@ __device__ __forceinline__ void kagent_row({{params}}, unsigned* kg_pre_buf, uns
         if (kg_t < kg_h) __stcs(kg_out + kg_t, (float)kagent_map({{args}}, kg_row, kg_t, KgF(kg_hv), kg_s, kg_pre));
         if (kg_t < kg_tl)
             __stcs(kg_out + kg_ct + kg_t, (float)kagent_map({{args}}, kg_row, kg_ct + kg_t, KgF(kg_tv), kg_s, kg_pre));
-        for (int kg_k0 = kg_t + KG_N * KG_TPR; kg_k0 < kg_nvec; kg_k0 += UNROLL * KG_TPR) {
+        for (int kg_it = 0; kg_it < kg_its; ++kg_it) {
+            const int kg_k0 = kg_s0 + (KG_ADD_BACK ? kg_it : kg_its - 1 - kg_it) * UNROLL * KG_TPR;
             kg_vec<KG_V> kg_a[UNROLL];
 #pragma unroll
             for (int kg_u = 0; kg_u < UNROLL; ++kg_u)

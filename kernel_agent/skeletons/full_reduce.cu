@@ -112,16 +112,13 @@ __device__ __forceinline__ float kagent_block_sum(float kg_s, float* kg_warp_sum
 }
 
 // This thread's share of chunk kg_base's sum. kg_two: IN_B is another buffer than IN_A, loaded
-// too; then, where 2*ITEMS*VEC loads would not fit in registers, they go out in two halves (the
-// scalar path keeps at most 16 loads, or 8 pairs, in flight).
+// too; then, where 2*ITEMS*VEC loads would not fit in registers, they go out in two halves.
 template <bool kg_two>
 __device__ __forceinline__ float kagent_chunk_sum({{params}}, const float* __restrict__ kg_a,
                                                   const float* __restrict__ kg_b, long long kg_base,
                                                   long long kg_n) {
     constexpr bool kg_halves = kg_two && ITEMS * VEC >= 16 && ITEMS >= 2;
     constexpr int kg_g = kg_halves ? (ITEMS + 1) / 2 : ITEMS;          // vectors in flight
-    constexpr int kg_gs_max = kg_two ? 8 : 16;                           // scalars in flight
-    constexpr int kg_gs = ITEMS * VEC < kg_gs_max ? ITEMS * VEC : kg_gs_max;
     const int kg_tid = threadIdx.x;
     const bool kg_aligned =
         (((unsigned long long)kg_a | (unsigned long long)kg_b) % (VEC * sizeof(float))) == 0;
@@ -151,24 +148,18 @@ __device__ __forceinline__ float kagent_chunk_sum({{params}}, const float* __res
         }
     } else {
         // Partial chunk, misaligned input or VEC == 1: guarded scalar loads, still coalesced
-        // (element k*BLOCK + tid of the chunk), issued before the terms are added.
+        // (element k*BLOCK + tid of the chunk), two elements a step as in blocksum.cu.
 #pragma unroll
-        for (int kg_k0 = 0; kg_k0 < ITEMS * VEC; kg_k0 += kg_gs) {
-            float kg_ra[kg_gs], kg_rb[kg_gs];
-#pragma unroll
-            for (int kg_k = 0; kg_k < kg_gs && kg_k0 + kg_k < ITEMS * VEC; ++kg_k) {
-                const long long kg_i = kg_base + (long long)(kg_k0 + kg_k) * BLOCK + kg_tid;
-                kg_ra[kg_k] = kg_i < kg_n ? __ldcs(kg_a + kg_i) : 0.f;
-                if (kg_two) kg_rb[kg_k] = kg_i < kg_n ? __ldcs(kg_b + kg_i) : 0.f;
+        for (int kg_k = 0; kg_k < ITEMS * VEC; kg_k += 2) {
+            const long long kg_i0 = kg_base + (long long)kg_k * BLOCK + kg_tid;
+            const long long kg_i1 = kg_i0 + BLOCK;
+            if (kg_i0 < kg_n) {
+                const float kg_va = __ldcs(kg_a + kg_i0);
+                kg_a0 += kagent_term({{args}}, kg_i0, kg_va, kg_two ? __ldcs(kg_b + kg_i0) : kg_va);
             }
-#pragma unroll
-            for (int kg_k = 0; kg_k < kg_gs && kg_k0 + kg_k < ITEMS * VEC; ++kg_k) {
-                const long long kg_i = kg_base + (long long)(kg_k0 + kg_k) * BLOCK + kg_tid;
-                if (kg_i < kg_n) {
-                    const float kg_t =
-                        kagent_term({{args}}, kg_i, kg_ra[kg_k], kg_two ? kg_rb[kg_k] : kg_ra[kg_k]);
-                    if ((kg_k0 + kg_k) & 1) kg_a1 += kg_t; else kg_a0 += kg_t;
-                }
+            if (kg_k + 1 < ITEMS * VEC && kg_i1 < kg_n) {
+                const float kg_va = __ldcs(kg_a + kg_i1);
+                kg_a1 += kagent_term({{args}}, kg_i1, kg_va, kg_two ? __ldcs(kg_b + kg_i1) : kg_va);
             }
         }
     }

@@ -180,7 +180,7 @@ __device__ __forceinline__ void kagent_scan_row({{params}}, const float* __restr
 extern "C" __global__ void __launch_bounds__(BLOCK, 1024 / BLOCK) kagent_row_scan({{params}}) {
     extern __shared__ float kg_segments[];   // KG_WARPS * KG_SEG_PAD floats (dynamic)
     __shared__ float kg_tot[2][KG_WARPS];
-    const long long kg_row = blockIdx.x;     // grid == ROWS
+    const int kg_row = blockIdx.x;           // grid == ROWS
     const int kg_cols = (int)({{COLS}});
     const float* kg_in = {{IN}};
     float* kg_out = {{OUT}};

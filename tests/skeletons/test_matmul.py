@@ -1,6 +1,7 @@
-"""The matmul skeleton: its fixtures (bmm, conv1d as an implicit GEMM, a linear layer with a fused
-epilogue) and its example (matmul_fp32, the twin of tasks/level1/matmul_fp32/tiled.cu) compile at
-a covering sample of knob combinations, and launch sanely at every size of their tasks."""
+"""The matmul skeletons. matmul (fp32 SIMT): its fixtures (bmm, conv1d as an implicit GEMM, a linear
+layer with a fused epilogue) and its example (matmul_fp32, the twin of tasks/level1/matmul_fp32/tiled.cu);
+matmul_tc (fp16 tensor cores): its example (matmul_fp16, the twin of tasks/level1/matmul_fp16/wmma.cu).
+Each compiles at a covering sample of knob combinations and launches sanely at every size of its task."""
 
 from __future__ import annotations
 
@@ -22,13 +23,14 @@ FILLS = {  # fill file -> task file
     PORTS / "conv1d.md": TASKS / "naive" / "conv1d.yaml",
     PORTS / "matmul_scale_residual.md": TASKS / "naive" / "matmul_scale_residual.yaml",
     LIBRARY / "examples" / "matmul_fp32.md": TASKS / "level1" / "matmul_fp32.yaml",
+    LIBRARY / "examples" / "matmul_fp16.md": TASKS / "level1" / "matmul_fp16.yaml",
 }
 
 
 def instance(fill):
-    skeleton = library()["matmul"]
     text = fill.read_text()
-    assert re.match(r"skeleton:\s*matmul\b", text)
+    name = re.match(r"skeleton:\s*(matmul|matmul_tc)\s", text).group(1)
+    skeleton = library()[name]
     task = load_task(FILLS[fill])
     return task, instantiate(skeleton, task, parse_fills(text, skeleton).values).source
 
@@ -53,6 +55,17 @@ def test_the_example_keeps_the_twins_knobs():
     assert mine["TM"].values == mine["TN"].values == twin["THREAD_TILE"].values
 
 
+def test_the_tensor_core_example_keeps_the_twins_knobs():
+    """A side-by-side sweep with wmma.cu: every knob of the twin, same values; B_KMAJOR is new (B's
+    staged direction), its default (0) the twin's row-major B."""
+    _, source = instance(LIBRARY / "examples" / "matmul_fp16.md")
+    mine = parse_directives(source).knobs
+    twin = parse_directives((ROOT / "tasks" / "level1" / "matmul_fp16" / "wmma.cu").read_text()).knobs
+    for name, knob in twin.items():
+        assert mine[name].values == knob.values, name
+    assert set(mine) - set(twin) == {"B_KMAJOR"} and mine["B_KMAJOR"].default == "0"
+
+
 @pytest.mark.parametrize("fill", list(FILLS), ids=lambda p: p.stem)
 def test_every_launch_is_sane_at_every_size_and_knob_value(fill):
     task, source = instance(fill)
@@ -61,13 +74,12 @@ def test_every_launch_is_sane_at_every_size_and_knob_value(fill):
     names = list(directives.knobs)
     for values in itertools.product(*(directives.knobs[n].values for n in names)):
         knobs = {n: int(v) for n, v in zip(names, values)}
-        if knobs["BM"] % knobs["TM"] or knobs["BN"] % knobs["TN"]:
-            continue
         for dims in task.sizes:
             scope = {**dims, **knobs}
             block = evaluate(entry.block[0], scope)
             grid = [evaluate(g, scope) for g in entry.grid]
-            assert 32 <= block <= 1024 and block % 32 == 0
+            smem = evaluate(entry.smem, scope)
+            assert 32 <= block <= 1024 and block % 32 == 0 and 0 <= smem <= 227 * 1024
             assert all(g >= 1 for g in grid) and grid[1] <= 65535 and grid[2] <= 65535
 
 

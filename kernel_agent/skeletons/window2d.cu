@@ -44,7 +44,8 @@
 // bounds checks. A warp reads a shared row with a stride of SW words (conflict free for odd
 // strides, two-way for 2). A tile whose input exceeds 48 KiB (large strides or windows) is staged
 // in chunks of rows of about 24 KiB, the accumulators carried in registers from chunk to chunk.
-// STAGE=0 reads every tap through the cache (__ldg), skipping the taps in the padding.
+// STAGE=0 (or a tile row over 48 KiB) reads every tap through the cache (__ldg), skipping the
+// taps in the padding.
 
 #ifndef BLOCK
 #define BLOCK 256
@@ -78,10 +79,10 @@ constexpr int kg_in_rows = (kg_tile_oh - 1) * kg_sh + (kg_kh - 1) * kg_dh + 1;  
 constexpr int kg_in_cols = (kg_tile_ow - 1) * kg_sw + (kg_kw - 1) * kg_dw + 1;  // input columns it reads
 constexpr int kg_pitch = (kg_in_cols + 3 + 3) / 4 * 4;  // a shared row: 3 columns of alignment slack, whole float4s
 constexpr int kg_vecs = kg_pitch / 4;
-constexpr int kg_chunk = STAGE == 0 ? 1                                                  // no staging
-                         : kg_in_rows * kg_pitch <= 12288 ? kg_in_rows                   // the tile fits in 48 KiB
-                         : (6144 / kg_pitch >= 1 ? 6144 / kg_pitch : 1);                 // else ~24 KiB of rows
-static_assert(STAGE == 0 || kg_chunk * kg_pitch <= 12288, "one input row of a tile exceeds 48 KiB: lower OUT_W or use STAGE=0");
+constexpr bool kg_staged = STAGE == 1 && kg_pitch <= 12288;  // else (one row over 48 KiB) through the cache
+constexpr int kg_chunk = !kg_staged ? 1                                                   // no staging
+                         : kg_in_rows * kg_pitch <= 12288 ? kg_in_rows                    // the tile fits in 48 KiB
+                         : (6144 / kg_pitch >= 1 ? 6144 / kg_pitch : 1);                  // else ~24 KiB of rows
 constexpr int kg_slots = VEC == 4 ? kg_chunk * kg_vecs : kg_chunk * kg_pitch;  // loads of a full chunk
 
 __device__ __forceinline__ float kagent_accumulate({{params}}, float acc, float v, int c, int ky, int kx) {
@@ -113,7 +114,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK) kagent_window2d({{params}}) 
 #pragma unroll
         for (int kg_j = 0; kg_j < OUT_W; ++kg_j) kg_acc[kg_i][kg_j] = {{IDENTITY}};
 
-    if constexpr (STAGE == 0) {
+    if constexpr (!kg_staged) {
         // Every tap through the cache: output (ly, lx) of the tile reads input row
         // iy0 + ly * SH + ky * DH and column ix0 + lx * SW + kx * DW; taps in the padding are skipped.
 #pragma unroll

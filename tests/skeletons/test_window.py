@@ -17,7 +17,8 @@ from tests.paths import ROOT
 
 HAS_NVRTC = importlib.util.find_spec("cuda") is not None and importlib.util.find_spec("cuda.bindings") is not None
 SKELETONS = ("window2d", "window1d", "transpose")
-FILLS = [p for p in sorted((ROOT / "tests" / "data" / "ports").glob("*.md")) + sorted((LIBRARY / "examples").glob("*.md"))
+PORTS = ROOT / "tests" / "data" / "ports"
+FILLS = [p for p in sorted(PORTS.glob("*.md")) + sorted((LIBRARY / "examples").glob("*.md"))
          if re.match(r"skeleton:\s*(\w+)", p.read_text()).group(1) in SKELETONS]
 
 

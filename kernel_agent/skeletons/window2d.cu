@@ -1,0 +1,224 @@
+// @skeleton name: window2d
+// @skeleton summary: 2-D sliding windows over the H x W planes of an N x C x H x W tensor (pooling, depthwise convolution): a block stages its output tile's input, halo and padding included, in shared memory with coalesced float4 loads (or reads it through the cache), then each thread folds the windows of OUT_H x OUT_W outputs
+// @skeleton families: pooling, convolution
+// @skeleton fits: float32 input (N, C, H, W) and output (N, C, HO, WO), both contiguous; output (n, c, oy, ox) folds the KH x KW taps at input rows oy * SH - PH + ky * DH and columns ox * SW - PW + kx * DW of the same plane (n, c), with a constant window geometry; max/avg pooling, depthwise convolution; not a convolution that mixes channels
+// @skeleton slot BATCH [dim]: the batch size N of the input (N, C, H, W), e.g. `N` (`1` for a (C, H, W) input)
+// @skeleton slot CHANNELS [dim]: the channel count C of the input (N, C, H, W), e.g. `C`
+// @skeleton slot H [dim]: the height of an input plane, e.g. `H`
+// @skeleton slot W [dim]: the width of an input plane (its values are contiguous), e.g. `W`
+// @skeleton slot HO [dim]: the height of an output plane, e.g. `HO`
+// @skeleton slot WO [dim]: the width of an output plane, e.g. `WO`
+// @skeleton slot IN [expr]: the float32 input buffer (N, C, H, W), e.g. `x`
+// @skeleton slot OUT [expr]: the float32 output buffer (N, C, HO, WO), e.g. `y`
+// @skeleton slot KH [expr]: the window's height in taps, an integer constant, e.g. `3`
+// @skeleton slot KW [expr]: the window's width in taps, an integer constant, e.g. `3`
+// @skeleton slot SH [expr]: the stride between output rows, in input rows, an integer constant, e.g. `2`
+// @skeleton slot SW [expr]: the stride between output columns, in input columns, an integer constant, e.g. `2`
+// @skeleton slot PH [expr]: the padding rows above the input, an integer constant (0 for none): output row oy starts at input row oy * SH - PH, e.g. `1`
+// @skeleton slot PW [expr]: the padding columns left of the input, an integer constant (0 for none): output column ox starts at input column ox * SW - PW, e.g. `1`
+// @skeleton slot DH [expr]: the dilation, input rows from one tap to the next, an integer constant (1 for none), e.g. `1`
+// @skeleton slot DW [expr]: the dilation, input columns from one tap to the next, an integer constant (1 for none), e.g. `1`
+// @skeleton slot IDENTITY [expr]: the float an accumulator starts from, also the value of every tap in the padding, so ACCUMULATE must leave the accumulator unchanged with it: `-INFINITY` for max pooling, `0.f` for sums, averages and convolutions
+// @skeleton slot ACCUMULATE [body]: `float accumulate(PARAMS, float acc, float v, int c, int ky, int kx)`: every parameter of the task is in scope; return acc with tap (ky, kx) of value v folded in (c is the channel), e.g. `return fmaxf(acc, v);`, or for depthwise 3x3 weights w (C, 3, 3) `return acc + w[c * 9 + ky * 3 + kx] * v;`
+// @skeleton slot FINALIZE [body]: `float finalize(PARAMS, float acc, int count, int c)`: return the output from its window's accumulator; count is the number of taps inside the input (padding left out), c the channel; e.g. `return acc;`, or for a 3x3 average `return acc / 9.f;` (`return acc / count;` to leave the padding out)
+// @kagent entry: kagent_window2d
+// @kagent grid: {{BATCH}} * {{CHANNELS}} * ceil_div({{HO}}, (BLOCK // 32) * OUT_H) * ceil_div({{WO}}, 32 * OUT_W)
+// @kagent block: BLOCK
+// @kagent smem: 0
+// @kagent knob BLOCK [launch]: 256 128 512
+// @kagent knob OUT_W [compute]: 4 2 1
+// @kagent knob OUT_H [compute]: 1 2
+// @kagent knob VEC [memory]: 4 1
+// @kagent knob STAGE [memory]: 1 0
+//
+// Skeleton `window2d` (kernel_agent/skeletons/window2d.cu). A block of BLOCK threads owns a tile of
+// (BLOCK / 32) * OUT_H output rows by 32 * OUT_W output columns of one plane (blocks ordered with
+// the tile column fastest, then the tile row, then the plane, so neighbouring blocks share their
+// halo rows in L2). Thread (tx, ty) (tx = lane) computes outputs (ty * OUT_H + i, tx + 32 * j):
+// stores are coalesced rows of 32, and vertically adjacent outputs of a thread share rows.
+// STAGE=1 stages the tile's input rectangle in shared memory: rows iy0 .. iy0 + IN_ROWS - 1
+// (iy0 = oy0 * SH - PH) and columns from a0, the first window's first column ix0 = ox0 * SW - PW
+// rounded down to a multiple of 4, so that with W % 4 == 0 and an aligned input every float4 lies
+// wholly inside the plane or wholly outside it (VEC=4; otherwise coalesced scalar loads).
+// Positions outside the plane hold IDENTITY, which is how padding is handled: the fold has no
+// bounds checks. A warp reads a shared row with a stride of SW words (conflict free for odd
+// strides, two-way for 2). A tile whose input exceeds 48 KiB (large strides or windows) is staged
+// in chunks of rows of about 24 KiB, the accumulators carried in registers from chunk to chunk.
+// STAGE=0 (or a tile row over 48 KiB) reads every tap through the cache (__ldg), skipping the
+// taps in the padding.
+
+#ifndef BLOCK
+#define BLOCK 256
+#endif
+#ifndef OUT_W
+#define OUT_W 4
+#endif
+#ifndef OUT_H
+#define OUT_H 1
+#endif
+#ifndef VEC
+#define VEC 4
+#endif
+#ifndef STAGE
+#define STAGE 1
+#endif
+
+static_assert(BLOCK % 32 == 0 && BLOCK >= 32 && BLOCK <= 1024, "BLOCK must be a multiple of 32, at most 1024");
+static_assert(OUT_W >= 1 && OUT_H >= 1, "OUT_W and OUT_H must be at least 1");
+static_assert(VEC == 1 || VEC == 4, "VEC must be 1 or 4");
+static_assert(STAGE == 0 || STAGE == 1, "STAGE must be 0 or 1");
+
+constexpr int kg_kh = {{KH}}, kg_kw = {{KW}}, kg_sh = {{SH}}, kg_sw = {{SW}};
+constexpr int kg_ph = {{PH}}, kg_pw = {{PW}}, kg_dh = {{DH}}, kg_dw = {{DW}};
+static_assert(kg_kh >= 1 && kg_kw >= 1 && kg_sh >= 1 && kg_sw >= 1 && kg_dh >= 1 && kg_dw >= 1 &&
+              kg_ph >= 0 && kg_pw >= 0, "window sizes, strides and dilations are at least 1, paddings at least 0");
+
+constexpr int kg_tile_oh = (BLOCK / 32) * OUT_H;                                // output rows of a tile
+constexpr int kg_tile_ow = 32 * OUT_W;                                          // output columns of a tile
+constexpr int kg_in_rows = (kg_tile_oh - 1) * kg_sh + (kg_kh - 1) * kg_dh + 1;  // input rows it reads
+constexpr int kg_in_cols = (kg_tile_ow - 1) * kg_sw + (kg_kw - 1) * kg_dw + 1;  // input columns it reads
+constexpr int kg_pitch = (kg_in_cols + 3 + 3) / 4 * 4;  // a shared row: 3 columns of alignment slack, whole float4s
+constexpr int kg_vecs = kg_pitch / 4;
+constexpr bool kg_staged = STAGE == 1 && kg_pitch <= 12288;  // else (one row over 48 KiB) through the cache
+constexpr int kg_chunk = !kg_staged ? 1                                                   // no staging
+                         : kg_in_rows * kg_pitch <= 12288 ? kg_in_rows                    // the tile fits in 48 KiB
+                         : (6144 / kg_pitch >= 1 ? 6144 / kg_pitch : 1);                  // else ~24 KiB of rows
+constexpr int kg_slots = VEC == 4 ? kg_chunk * kg_vecs : kg_chunk * kg_pitch;  // loads of a full chunk
+
+__device__ __forceinline__ float kagent_accumulate({{params}}, float acc, float v, int c, int ky, int kx) {
+    {{ACCUMULATE}}
+}
+
+__device__ __forceinline__ float kagent_finalize({{params}}, float acc, int count, int c) {
+    {{FINALIZE}}
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK) kagent_window2d({{params}}) {
+    const int kg_h = {{H}}, kg_w = {{W}}, kg_ho = {{HO}}, kg_wo = {{WO}};
+    const int kg_tiles_x = (kg_wo + kg_tile_ow - 1) / kg_tile_ow;
+    const int kg_tiles_y = (kg_ho + kg_tile_oh - 1) / kg_tile_oh;
+    const int kg_bx = (int)(blockIdx.x % (unsigned)kg_tiles_x);
+    const long long kg_rest = blockIdx.x / (unsigned)kg_tiles_x;
+    const int kg_by = (int)(kg_rest % kg_tiles_y);
+    const long long kg_plane = kg_rest / kg_tiles_y;
+    const int kg_c = (int)(kg_plane % ({{CHANNELS}}));
+    const int kg_oy0 = kg_by * kg_tile_oh, kg_ox0 = kg_bx * kg_tile_ow;
+    const int kg_iy0 = kg_oy0 * kg_sh - kg_ph;   // input row of the tile's first tap
+    const int kg_ix0 = kg_ox0 * kg_sw - kg_pw;   // input column of the tile's first tap
+    const float* __restrict__ kg_in = {{IN}} + kg_plane * kg_h * kg_w;
+    const int kg_tx = threadIdx.x & 31, kg_ty = threadIdx.x >> 5;
+
+    float kg_acc[OUT_H][OUT_W];
+#pragma unroll
+    for (int kg_i = 0; kg_i < OUT_H; ++kg_i)
+#pragma unroll
+        for (int kg_j = 0; kg_j < OUT_W; ++kg_j) kg_acc[kg_i][kg_j] = {{IDENTITY}};
+
+    if constexpr (!kg_staged) {
+        // Every tap through the cache: output (ly, lx) of the tile reads input row
+        // iy0 + ly * SH + ky * DH and column ix0 + lx * SW + kx * DW; taps in the padding are skipped.
+#pragma unroll
+        for (int kg_i = 0; kg_i < OUT_H; ++kg_i) {
+            const int kg_ly = kg_ty * OUT_H + kg_i;
+#pragma unroll
+            for (int kg_ky = 0; kg_ky < kg_kh; ++kg_ky) {
+                const int kg_iy = kg_iy0 + kg_ly * kg_sh + kg_ky * kg_dh;
+                if (kg_iy < 0 || kg_iy >= kg_h) continue;
+                const float* __restrict__ kg_row = kg_in + (long long)kg_iy * kg_w;
+#pragma unroll
+                for (int kg_j = 0; kg_j < OUT_W; ++kg_j) {
+                    const int kg_ix = kg_ix0 + (kg_tx + 32 * kg_j) * kg_sw;
+#pragma unroll
+                    for (int kg_kx = 0; kg_kx < kg_kw; ++kg_kx) {
+                        const int kg_x = kg_ix + kg_kx * kg_dw;
+                        if (kg_x >= 0 && kg_x < kg_w)
+                            kg_acc[kg_i][kg_j] = kagent_accumulate({{args}}, kg_acc[kg_i][kg_j], __ldg(kg_row + kg_x),
+                                                                   kg_c, kg_ky, kg_kx);
+                    }
+                }
+            }
+        }
+    } else {
+        __shared__ __align__(16) float kg_tile[kg_chunk * kg_pitch];
+        const int kg_a0 = kg_ix0 & ~3;               // input column of shared column 0 (a multiple of 4)
+        const int kg_off = kg_ix0 - kg_a0;           // 0..3
+        const bool kg_vec = VEC == 4 && (kg_w & 3) == 0 && ((unsigned long long)({{IN}}) & 15) == 0;
+        for (int kg_r0 = 0; kg_r0 < kg_in_rows; kg_r0 += kg_chunk) {
+            const int kg_rows = kg_in_rows - kg_r0 < kg_chunk ? kg_in_rows - kg_r0 : kg_chunk;
+            // Stage shared rows 0 .. kg_rows - 1 = input rows kg_iy0 + kg_r0 + r, columns kg_a0 + col.
+            if (kg_vec) {
+#pragma unroll
+                for (int kg_k = 0; kg_k < (kg_slots + BLOCK - 1) / BLOCK; ++kg_k) {
+                    const int kg_e = (int)threadIdx.x + kg_k * BLOCK;
+                    if (kg_e < kg_rows * kg_vecs) {
+                        const int kg_r = kg_e / kg_vecs, kg_q = kg_e - kg_r * kg_vecs;
+                        const int kg_iy = kg_iy0 + kg_r0 + kg_r, kg_ix = kg_a0 + 4 * kg_q;
+                        float4 kg_v = make_float4({{IDENTITY}}, {{IDENTITY}}, {{IDENTITY}}, {{IDENTITY}});
+                        if (kg_iy >= 0 && kg_iy < kg_h && kg_ix >= 0 && kg_ix < kg_w)   // W % 4 == 0: all 4 inside
+                            kg_v = __ldg(reinterpret_cast<const float4*>(kg_in + (long long)kg_iy * kg_w + kg_ix));
+                        *reinterpret_cast<float4*>(kg_tile + kg_r * kg_pitch + 4 * kg_q) = kg_v;
+                    }
+                }
+            } else {
+#pragma unroll 4
+                for (int kg_k = 0; kg_k < (kg_chunk * kg_pitch + BLOCK - 1) / BLOCK; ++kg_k) {
+                    const int kg_e = (int)threadIdx.x + kg_k * BLOCK;
+                    if (kg_e < kg_rows * kg_pitch) {
+                        const int kg_r = kg_e / kg_pitch, kg_col = kg_e - kg_r * kg_pitch;
+                        const int kg_iy = kg_iy0 + kg_r0 + kg_r, kg_ix = kg_a0 + kg_col;
+                        kg_tile[kg_e] = kg_iy >= 0 && kg_iy < kg_h && kg_ix >= 0 && kg_ix < kg_w
+                                            ? __ldg(kg_in + (long long)kg_iy * kg_w + kg_ix) : {{IDENTITY}};
+                    }
+                }
+            }
+            __syncthreads();
+            // Fold the taps in these rows: output (ly, lx) of the tile reads shared row
+            // ly * SH + ky * DH - kg_r0 and column lx * SW + kx * DW + kg_off.
+#pragma unroll
+            for (int kg_i = 0; kg_i < OUT_H; ++kg_i) {
+                const int kg_ly = kg_ty * OUT_H + kg_i;
+#pragma unroll
+                for (int kg_ky = 0; kg_ky < kg_kh; ++kg_ky) {
+                    const int kg_r = kg_ly * kg_sh + kg_ky * kg_dh - kg_r0;
+                    if (kg_chunk < kg_in_rows && (kg_r < 0 || kg_r >= kg_rows)) continue;  // chunked: another chunk's row
+                    const float* kg_row = kg_tile + kg_r * kg_pitch + kg_off;
+#pragma unroll
+                    for (int kg_j = 0; kg_j < OUT_W; ++kg_j) {
+                        const int kg_col = (kg_tx + 32 * kg_j) * kg_sw;
+#pragma unroll
+                        for (int kg_kx = 0; kg_kx < kg_kw; ++kg_kx)
+                            kg_acc[kg_i][kg_j] = kagent_accumulate({{args}}, kg_acc[kg_i][kg_j],
+                                                                   kg_row[kg_col + kg_kx * kg_dw], kg_c, kg_ky, kg_kx);
+                    }
+                }
+            }
+            if (kg_r0 + kg_chunk < kg_in_rows) __syncthreads();   // the next chunk overwrites the tile
+        }
+    }
+
+#pragma unroll
+    for (int kg_i = 0; kg_i < OUT_H; ++kg_i) {
+        const int kg_oy = kg_oy0 + kg_ty * OUT_H + kg_i;
+        if (kg_oy >= kg_ho) break;
+        int kg_ny = 0;   // window rows inside the input
+#pragma unroll
+        for (int kg_ky = 0; kg_ky < kg_kh; ++kg_ky) {
+            const int kg_iy = kg_oy * kg_sh - kg_ph + kg_ky * kg_dh;
+            kg_ny += kg_iy >= 0 && kg_iy < kg_h;
+        }
+        float* kg_out = {{OUT}} + (kg_plane * kg_ho + kg_oy) * kg_wo;
+#pragma unroll
+        for (int kg_j = 0; kg_j < OUT_W; ++kg_j) {
+            const int kg_ox = kg_ox0 + kg_tx + 32 * kg_j;
+            if (kg_ox < kg_wo) {
+                int kg_nx = 0;   // window columns inside the input
+#pragma unroll
+                for (int kg_kx = 0; kg_kx < kg_kw; ++kg_kx) {
+                    const int kg_ix = kg_ox * kg_sw - kg_pw + kg_kx * kg_dw;
+                    kg_nx += kg_ix >= 0 && kg_ix < kg_w;
+                }
+                __stcs(kg_out + kg_ox, kagent_finalize({{args}}, kg_acc[kg_i][kg_j], kg_ny * kg_nx, kg_c));
+            }
+        }
+    }
+}

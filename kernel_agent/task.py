@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import math
@@ -138,6 +139,17 @@ class Task(Strict):
             if spec is not None:
                 digest.update(self.path(spec.split(":")[0]).read_bytes() + spec.encode())
         return digest.hexdigest()[:24]
+
+    def reference_source(self) -> str:
+        """The source of the NumPy reference function (what the kernel must compute), or "" if it
+        cannot be read."""
+        file, _, name = self.reference.partition(":")
+        try:
+            text = (Path(self.root) / file).read_text()
+            node = next(n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef) and n.name == name)
+        except (OSError, SyntaxError, UnicodeDecodeError, StopIteration, ValueError):
+            return ""
+        return ast.get_source_segment(text, node) or ""
 
     def c_parameters(self, restrict: bool = False) -> list[str]:
         """The kernel's C parameters in the task's order, e.g. `const float* x`, `float* y`, `int n`

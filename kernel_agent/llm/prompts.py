@@ -9,7 +9,6 @@ on their own. Besides the caller's variables, every template can use three helpe
 
 from __future__ import annotations
 
-import ast
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -85,25 +84,13 @@ def task_context(task: Any) -> dict[str, Any]:
     return {
         "name": task.name,
         "description": task.description,
-        "reference": reference_source(task),
+        "reference": task.reference_source(),
         "params": list(task.params),
         "dims": dict(task.dims),
         "check_sizes": [dict(size) for size in task.check_sizes],
         "dtypes": dtypes_summary(task),
         "signature": signature(task),
     }
-
-
-def reference_source(task: Any) -> str:
-    """The source of the task's NumPy reference function (what the kernel must compute), or "" if it
-    cannot be read."""
-    file, _, name = task.reference.partition(":")
-    try:
-        text = (Path(task.root) / file).read_text()
-        node = next(n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef) and n.name == name)
-    except (OSError, SyntaxError, UnicodeDecodeError, StopIteration, ValueError):
-        return ""
-    return ast.get_source_segment(text, node) or ""
 
 
 def signature(task: Any) -> str:

@@ -12,6 +12,7 @@ from ..task import Task
 from .fills import Fills, named_skeleton, parse_fills
 from .format import Skeleton, SkeletonError, Slot, parse_skeleton
 from .instance import Instance, check_fills, instantiate, normalize_fills
+from .ranking import rank
 
 LIBRARY = Path(__file__).resolve().parent
 
@@ -47,12 +48,12 @@ def library(folder: Path = LIBRARY) -> dict[str, Skeleton]:
 
 
 def fitting(task: Task, folder: Path = LIBRARY) -> list[Skeleton]:
-    """The skeletons that fit the task: those of its family, in library order (every skeleton when the
-    task names no family)."""
+    """The skeletons that fit the task: those of its family (every skeleton when the task names no
+    family), the likeliest first (`ranking.py`)."""
     skeletons = list(library(folder).values())
-    if task.family is None:
-        return skeletons
-    return [s for s in skeletons if task.family in s.families]
+    if task.family is not None:
+        skeletons = [s for s in skeletons if task.family in s.families]
+    return rank(task, skeletons, task.reference_source())
 
 
 def port(task: Task, text: str, skeleton: str | None = None, header: str = "") -> Instance:

@@ -129,3 +129,19 @@ def test_every_fixture_fill_compiles_into_its_task(fixture):
     entries = [e.name for e in parse_directives(instance.source).entries]
     result = compile_source(instance.source, entries, arch="sm_90")
     assert result.ok, result.log
+
+
+def test_the_skeleton_a_hand_written_fill_uses_is_the_first_one_fitting_offers():
+    """Porting asks for the likeliest skeleton first: for every fixture and example, the skeleton its
+    author chose ranks first among those of the task's family."""
+    from kernel_agent.skeletons import LIBRARY, fitting, named_skeleton
+    from kernel_agent.task import discover, load_task
+
+    tasks = {path.stem: path for path in discover(ROOT / "tasks")}
+    fills = [*sorted((ROOT / "tests" / "data" / "ports").glob("*.md")), *sorted((LIBRARY / "examples").glob("*.md"))]
+    assert len(fills) >= 20
+    offered = {fill.stem: [s.name for s in fitting(load_task(tasks[fill.stem]))] for fill in fills}
+    wrong = {stem: names for stem, names in offered.items()
+             if names[0] != named_skeleton((fills[[f.stem for f in fills].index(stem)]).read_text())}
+    assert not wrong
+    assert any(len(names) > 1 for names in offered.values())  # a real choice was made somewhere

@@ -113,7 +113,8 @@ def test_a_task_parameter_named_like_a_skeleton_macro_is_refused():
 def test_skeletons_fit_by_family():
     task = load_task(SOFTPLUS)
     assert [s.name for s in fitting(task)] == [s.name for s in library().values() if "elementwise" in s.families]
-    assert fitting(task.model_copy(update={"family": None})) == list(library().values())
+    anyone = fitting(task.model_copy(update={"family": None}))
+    assert sorted(s.name for s in anyone) == sorted(library()) and anyone[0].name == "elementwise"
 
 
 @pytest.mark.skipif(not HAS_NVRTC, reason="needs NVRTC (cuda-bindings)")

@@ -79,7 +79,8 @@ def test_the_llm_loop_runs_without_a_gpu_or_a_recording(tmp_path, no_gpu):
     with FakeOpenAI(script) as server:
         result = CliRunner().invoke(app, [
             "optimize", str(task_without_recording(tmp_path)), "--out", str(tmp_path / "out"), "--budget", "8",
-            "--llm", "test-model", "--llm-base-url", server.base_url, "--no-warm-start"],
+            "--llm", "test-model", "--llm-base-url", server.base_url, "--no-warm-start",
+            "--no-llm-port"],  # whole kernels here; porting without a GPU: test_porting.py
             env={"KAGENT_CONFIG": str(config), "OPENAI_API_KEY": ""})
         requests = list(server.requests)
     said = " ".join(result.output.split())

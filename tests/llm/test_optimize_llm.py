@@ -64,7 +64,8 @@ def test_scripted_session_survives_faults_repairs_and_ends_faster(tmp_path):
     ]
     config = config_file(tmp_path, timeout_s=1.0, max_attempts=4)
     with FakeOpenAI(script) as server:
-        result = optimize(baseline_only_task(tmp_path), tmp_path / "out", server.base_url, config, "--budget", 12)
+        result = optimize(baseline_only_task(tmp_path), tmp_path / "out", server.base_url, config, "--budget", 12,
+                          "--no-llm-port")  # the whole-kernel path (porting: test_porting.py)
         requests = list(server.requests)
     assert result.exit_code == 0, result.output
     (run_dir,) = (tmp_path / "out" / "layernorm").iterdir()

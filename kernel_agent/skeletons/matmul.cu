@@ -40,6 +40,11 @@
 // A_ALONG_K = 1 walks A's slab along k (A row-major, k contiguous), 0 along m (A stored K x M);
 // B_ALONG_K = 0 walks B's slab along n (B row-major K x N), 1 along k (a weight stored N x K).
 // Either value is correct for any layout; the padding keeps both store patterns conflict-free.
+// When the walked dimensions are multiples of 4 and every pointer is 16-byte aligned (kg_vec, one
+// grid-uniform test), a group is wholly inside or outside (one guard a group) and the compiler is told
+// so (the group's start a multiple of 4, the pointers aligned): a slot whose index runs along the walked
+// dimension with that dimension as its stride (a[row * k + kk] walked along k) becomes one 16-byte load
+// a group, as a hand-written float4 kernel does; any other slot still reads 4 scalars, correctly.
 // Outputs outside C are not written; any M, N, K >= 1 works.
 
 #ifndef BM
@@ -71,7 +76,7 @@
 #define KG_TY (BM / TM)                 // threads along m
 #define KG_THREADS (KG_TX * KG_TY)
 #define KG_AS_LD (BM + 4)               // padded k-major rows: float4-aligned, conflict-free stores
-#define KG_BS_LD (BN + 4)
+#define KG_BS_LD (BN + (B_ALONG_K ? 4 : 0))   // B's float4 stores (B_ALONG_K = 0) need no padding
 #define KG_A_GROUPS (BM * BK / 4)       // groups of 4 consecutive elements in a slab of A
 #define KG_B_GROUPS (BK * BN / 4)
 #define KG_A_ITERS ((KG_A_GROUPS + KG_THREADS - 1) / KG_THREADS)   // groups a thread loads
@@ -95,6 +100,41 @@ __device__ __forceinline__ void kagent_epilogue({{params}}, long long p, long lo
     {{EPILOGUE}}
 }
 
+// The vector path's accessors: the slots called with every pointer parameter declared 16-byte aligned
+// (only where it is: see kg_vec), so that the 4 loads of a group at consecutive addresses become one
+// 16-byte load when the slot's index makes them so (a row stride that is the walked dimension).
+template <class T> __device__ __forceinline__ T* kagent_aligned16(T* kg_x) {
+    return static_cast<T*>(__builtin_assume_aligned(kg_x, 16));
+}
+template <class T> __device__ __forceinline__ T kagent_aligned16(T kg_x) { return kg_x; }
+template <class T> __device__ __forceinline__ bool kagent_is_aligned16(T* kg_x) {
+    return (reinterpret_cast<unsigned long long>(kg_x) & 15) == 0;
+}
+template <class T> __device__ __forceinline__ bool kagent_is_aligned16(T) { return true; }
+template <class... T> __device__ __forceinline__ bool kagent_all_aligned16(T... kg_x) {
+    return (kagent_is_aligned16(kg_x) && ...);
+}
+// A group's element e: the group starts at a multiple of 4 along the walked dimension (row0, col0, k0
+// and the group's offset all are), which the compiler is told, with the pointers' alignment.
+template <class... T>
+__device__ __forceinline__ float kagent_load_a4(long long p, long long row, long long kk, int e, T... kg_x) {
+    if (A_ALONG_K) {
+        __builtin_assume((kk & 3) == 0);
+        return kagent_load_a(kagent_aligned16(kg_x)..., p, row, kk + e);
+    }
+    __builtin_assume((row & 3) == 0);
+    return kagent_load_a(kagent_aligned16(kg_x)..., p, row + e, kk);
+}
+template <class... T>
+__device__ __forceinline__ float kagent_load_b4(long long p, long long kk, long long col, int e, T... kg_x) {
+    if (B_ALONG_K) {
+        __builtin_assume((kk & 3) == 0);
+        return kagent_load_b(kagent_aligned16(kg_x)..., p, kk + e, col);
+    }
+    __builtin_assume((col & 3) == 0);
+    return kagent_load_b(kagent_aligned16(kg_x)..., p, kk, col + e);
+}
+
 extern "C" __global__ void __launch_bounds__(KG_THREADS)
 kagent_matmul({{params}}) {
     __shared__ __align__(16) float kg_as[2][BK][KG_AS_LD];
@@ -104,6 +144,10 @@ kagent_matmul({{params}}) {
     const int kg_tid = threadIdx.x;
     const int kg_tx = kg_tid % KG_TX, kg_ty = kg_tid / KG_TX;
     const int kg_row0 = blockIdx.y * BM, kg_col0 = blockIdx.x * BN;
+    // The vector path: the walked dimensions multiples of 4 (a group starts at a multiple of 4, so it
+    // is wholly inside or outside) and every pointer 16-byte aligned.
+    const bool kg_vec = ((A_ALONG_K ? kg_k : kg_m) & 3) == 0 && ((B_ALONG_K ? kg_k : kg_n) & 3) == 0 &&
+                        kagent_all_aligned16({{args}});
 
     float kg_acc[TM][TN];
 #pragma unroll
@@ -118,6 +162,39 @@ kagent_matmul({{params}}) {
     // but the edge blocks' are, is read without guards (one block-uniform branch).
     float kg_ra[KG_A_ITERS][4], kg_rb[KG_B_ITERS][4];
     auto kg_fetch = [&](int kg_k0) {
+        if (kg_vec) {   // grid-uniform: a group is wholly inside or wholly outside, one guard a group
+            __builtin_assume(((A_ALONG_K ? kg_k : kg_m) & 3) == 0);   // what lets 4 loads be one
+            __builtin_assume(((B_ALONG_K ? kg_k : kg_n) & 3) == 0);
+#pragma unroll
+            for (int kg_l = 0; kg_l < KG_A_ITERS; ++kg_l) {
+                const int kg_g = kg_tid + kg_l * KG_THREADS;
+                const int kg_r = A_ALONG_K ? kg_g / (BK / 4) : (kg_g % (BM / 4)) * 4;
+                const int kg_c = A_ALONG_K ? (kg_g % (BK / 4)) * 4 : kg_g / (BM / 4);
+                const int kg_gr = kg_row0 + kg_r, kg_gk = kg_k0 + kg_c;
+#pragma unroll
+                for (int kg_e = 0; kg_e < 4; ++kg_e) kg_ra[kg_l][kg_e] = 0.f;
+                if ((KG_A_GROUPS % KG_THREADS == 0 || kg_g < KG_A_GROUPS) && kg_gr < kg_m && kg_gk < kg_k) {
+#pragma unroll
+                    for (int kg_e = 0; kg_e < 4; ++kg_e)
+                        kg_ra[kg_l][kg_e] = kagent_load_a4(kg_p, kg_gr, kg_gk, kg_e, {{args}});
+                }
+            }
+#pragma unroll
+            for (int kg_l = 0; kg_l < KG_B_ITERS; ++kg_l) {
+                const int kg_g = kg_tid + kg_l * KG_THREADS;
+                const int kg_c = B_ALONG_K ? kg_g / (BK / 4) : (kg_g % (BN / 4)) * 4;
+                const int kg_r = B_ALONG_K ? (kg_g % (BK / 4)) * 4 : kg_g / (BN / 4);
+                const int kg_gk = kg_k0 + kg_r, kg_gc = kg_col0 + kg_c;
+#pragma unroll
+                for (int kg_e = 0; kg_e < 4; ++kg_e) kg_rb[kg_l][kg_e] = 0.f;
+                if ((KG_B_GROUPS % KG_THREADS == 0 || kg_g < KG_B_GROUPS) && kg_gk < kg_k && kg_gc < kg_n) {
+#pragma unroll
+                    for (int kg_e = 0; kg_e < 4; ++kg_e)
+                        kg_rb[kg_l][kg_e] = kagent_load_b4(kg_p, kg_gk, kg_gc, kg_e, {{args}});
+                }
+            }
+            return;
+        }
         const bool kg_a_full = kg_row0 + BM <= kg_m && kg_k0 + BK <= kg_k;
 #pragma unroll
         for (int kg_l = 0; kg_l < KG_A_ITERS; ++kg_l) {

@@ -4,7 +4,7 @@
 // @skeleton fits: one float32 output of N elements, each a function of the inputs (and scalars) at the same flat index; activations, bias adds, scalings, clamps
 // @skeleton slot N [dim]: the number of output elements, over the task's dims (e.g. `n`, or `rows * cols`)
 // @skeleton slot OUT [expr]: the output buffer this kernel writes, e.g. `y`
-// @skeleton slot VALUE [body]: `float value(PARAMS, long long i)`: every parameter of the task is in scope; return output element i, e.g. `const float v = x[i]; return v > 20.f ? v : log1pf(expf(v));`
+// @skeleton slot VALUE [body]: `float value(PARAMS, long long i)`: every parameter of the task is in scope; return output element i, e.g. `const float v = x[i]; return v > 0.f ? v : 0.01f * v;`
 // @kagent entry: kagent_elementwise
 // @kagent grid: min(ceil_div({{N}}, BLOCK * ITEMS), WAVES * 1024)
 // @kagent block: BLOCK

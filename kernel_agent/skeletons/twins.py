@@ -1,5 +1,5 @@
 """Skeleton instances against their hand-written twins, side by side on one GPU (a benchmark, not a
-test): `python3 -m kernel_agent.skeletons.twins [--out FILE.json]`.
+test): `python3 -m kernel_agent.skeletons.twins [--only TASK,TASK] [--out FILE.json]`.
 
 Each example fill (`examples/TASK.md`) re-expresses an expert variant of a suite task as a skeleton
 instance. For each, knob combinations of the task's hand-written variants and of the instance are
@@ -85,11 +85,14 @@ def compare(task: Task, fill: Path, worker: GpuWorker, scratch: Path) -> dict:
 
 def main(argv: list[str]) -> int:
     out = Path(argv[argv.index("--out") + 1]) if "--out" in argv else None
+    only = set(argv[argv.index("--only") + 1].split(",")) if "--only" in argv else None
     tasks = {path.stem: path for path in discover(Path(__file__).resolve().parents[2] / "tasks")}
     rows = []
     with GpuWorker(0) as worker, tempfile.TemporaryDirectory() as scratch:
         worker.start()
         for fill in examples():
+            if only is not None and fill.stem not in only:
+                continue
             row = compare(load_task(tasks[fill.stem]), fill, worker, Path(scratch))
             rows.append(row)
             if "error" in row:

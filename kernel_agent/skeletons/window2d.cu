@@ -19,7 +19,7 @@
 // @skeleton slot DH [expr]: the dilation, input rows from one tap to the next, an integer constant (1 for none), e.g. `1`
 // @skeleton slot DW [expr]: the dilation, input columns from one tap to the next, an integer constant (1 for none), e.g. `1`
 // @skeleton slot IDENTITY [expr]: the float an accumulator starts from, also the value of every tap in the padding, so ACCUMULATE must leave the accumulator unchanged with it: `-INFINITY` for max pooling, `0.f` for sums, averages and convolutions
-// @skeleton slot ACCUMULATE [body]: `float accumulate(PARAMS, float acc, float v, int c, int ky, int kx)`: every parameter of the task is in scope; return acc with tap (ky, kx) of value v folded in (c is the channel), e.g. `return fmaxf(acc, v);`, or for depthwise 3x3 weights w (C, 3, 3) `return acc + w[c * 9 + ky * 3 + kx] * v;`
+// @skeleton slot ACCUMULATE [body]: `float accumulate(PARAMS, float acc, float v, int c, int ky, int kx)`: every parameter of the task is in scope; return acc with tap (ky, kx) of value v folded in (c is the channel), e.g. `return fmaxf(acc, v);`, or for depthwise 5x5 weights w (C, 5, 5) `return acc + w[c * 25 + ky * 5 + kx] * v;`
 // @skeleton slot FINALIZE [body]: `float finalize(PARAMS, float acc, int count, int c)`: return the output from its window's accumulator; count is the number of taps inside the input (padding left out), c the channel; e.g. `return acc;`, or for a 3x3 average `return acc / 9.f;` (`return acc / count;` to leave the padding out)
 // @kagent entry: kagent_window2d
 // @kagent grid: ceil_div({{BATCH}} * {{CHANNELS}} * ceil_div({{HO}}, OUT_H) * ceil_div({{WO}}, OUT_W), BLOCK) if STAGE == 0 else {{BATCH}} * {{CHANNELS}} * ceil_div({{HO}}, (BLOCK // 32) * OUT_H) * ceil_div({{WO}}, 32 * OUT_W)

@@ -69,6 +69,21 @@ def test_fills_are_read_from_blocks_and_name_lines():
     assert fills.ignored == ["cuda"]
 
 
+def test_fills_are_read_the_ways_a_small_model_writes_them():
+    """Answers recorded from Qwen2.5-Coder-1.5B: every slot in one block under its name, blocks named
+    by the line before them, a pointer declaration for an expression slot."""
+    axis = library()["axis_reduce"]
+    one_block = "```OUTER\nB\n\nR\nN\n\nINNER\nD\n\nIN\nconst float* x\n\nIDENTITY\n0.f\n\nCOMBINE\n" \
+                "return acc + v;\n\nFINALIZE\ny[o * D + c] = acc / N;\n```"
+    assert parse_fills(one_block, axis).values == {
+        "OUTER": "B", "R": "N", "INNER": "D", "IN": "x", "IDENTITY": "0.f", "COMBINE": "return acc + v;",
+        "FINALIZE": "y[o * D + c] = acc / N;"}
+    labelled = "**OUTER**\n```\nB\n```\n\nCOMBINE:\n```cuda\nreturn acc + v;\n```\n### IN\n```\nconst float *__restrict__ x;\n```"
+    assert parse_fills(labelled, axis).values == {"OUTER": "B", "COMBINE": "return acc + v;", "IN": "x"}
+    rowwise = library()["rowwise"]  # a fill that is itself a slot's name is still a fill
+    assert parse_fills("```ROWS\nCOLS\n```", rowwise).values == {"ROWS": "COLS"}
+
+
 def test_fills_that_do_not_fit_are_explained():
     skeleton, task = library()["elementwise"], load_task(SOFTPLUS)
     problems = check_fills(skeleton, task, {"N": "n / 2", "OUT": "y; z", "LOAD": "x[i]"})

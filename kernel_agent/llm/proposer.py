@@ -153,7 +153,8 @@ class LLMProposer:
         temperature for the latter."""
         if not self.enabled:
             return None
-        system = render("system_small.j2" if self.small else "system.j2", arch=self.arch)
+        template = "system_port.j2" if role.startswith("port:") else "system_small.j2" if self.small else "system.j2"
+        system = render(template, arch=self.arch)
         messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
         hotter = 0
         for ask in range(1, 2 + PARSE_RETRIES):

@@ -35,13 +35,15 @@ def run(tmp_path, script, *extra):
 
 def test_a_naive_only_task_is_ported_and_a_broken_slot_repaired(tmp_path, no_gpu):  # noqa: F811
     broken = FILL.replace("log1pf(expf(v))", "log1pf(expf(w))")
-    fixed_value = "Fixed: `w` should be `v`.\n```VALUE\nconst float v = x[i];\nreturn v > 20.f ? v : log1pf(expf(v));\n```\n"
+    fixed_value = ("Fixed: `w` should be `v`.\n```VALUE\nconst float v = x[i];\n"
+                   "return v > 20.f ? v : log1pf(expf(v));\n```\n")
     _, run_dir, calls, attempts = run(tmp_path, [answer(broken), answer(fixed_value)], "--batch", "1")
     port, repair = calls[0], calls[1]
     assert port["role"] == "port:elementwise" and port["kernel"] == "llm1" and port["fills"]["N"] == "n"
     prompt = port["messages"][-1]["content"]
     assert "Skeleton `elementwise`" in prompt and "`VALUE`" in prompt and "def softplus(x):" in prompt
     assert "kagent_elementwise" not in prompt  # the model sees the contracts, not the skeleton's code
+    assert all("Never write a kernel" in c["messages"][0]["content"] for c in (port, repair))  # system_port.j2
     verdicts = {a["kernel"]: a["status"] for a in attempts}
     assert verdicts["llm1"] == "compile_error" and verdicts["llm2"] == "not_run"
     asked = repair["messages"][-1]["content"]

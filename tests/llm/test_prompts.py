@@ -73,6 +73,7 @@ def contexts(task, source, search) -> dict[str, dict]:
     return {
         "system": dict(arch="sm_90"),
         "system_small": dict(arch="sm_90"),
+        "system_port": dict(arch="sm_90"),
         "planner": search,
         **{f"specialist_{area}": dict(search, short=False) for area in SPECIALISTS},
         "repair_compile_error": dict(failing, source=source.replace(BROKEN_LINE, BROKEN_LINE[:-1]), log=log),
@@ -107,7 +108,7 @@ def test_the_port_prompts_show_contracts_and_the_fills_to_fix(contexts):
 
 
 def test_the_template_list_is_complete():
-    expected = {"system", "system_small", "planner", "port", "repair_port", *(f"specialist_{a}" for a in SPECIALISTS),
+    expected = {"system", "system_small", "system_port", "planner", "port", "repair_port", *(f"specialist_{a}" for a in SPECIALISTS),
                 *(f"repair_{r}" for r in REPAIRS)}
     assert set(template_names()) == expected
     assert not any(name.startswith("_") for name in template_names())

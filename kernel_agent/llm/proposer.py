@@ -43,6 +43,7 @@ MAX_PORT_REPAIRS = 3  # repair rounds per ported kernel (one slot at a time: che
 PARSE_RETRIES = 1  # re-asks when an answer cannot be parsed or applied, or is no new answer
 EXAMPLE_LINES = 180  # the longest expert kernel shown as the family's example (a small model gets a teaching one)
 SMALL_MAX_TOKENS = 2048  # a small model's answer: a whole short kernel fits; a runaway answer stops sooner
+PORT_MAX_TOKENS = 1024  # slot fills are a few lines each: a longer answer is a model repeating itself
 
 
 @dataclass
@@ -207,8 +208,8 @@ class LLMProposer:
         self._waiting(f"waiting for the LLM ({who}, {ORDINALS.get(ask, f'{ask}th')} ask, "
                       f"up to {math.ceil(self.client.call_limit_s(self.deadline))} s)")
         try:
-            c = self.client.complete(messages, deadline=self.deadline, temperature=temperature,
-                                     max_tokens=SMALL_MAX_TOKENS if self.small else None)
+            limit = PORT_MAX_TOKENS if who.startswith("port:") else SMALL_MAX_TOKENS if self.small else None
+            c = self.client.complete(messages, deadline=self.deadline, temperature=temperature, max_tokens=limit)
         except LLMError as exc:
             self.enabled, self.disabled_reason = False, redact(str(exc))
             self.notice(f"LLM failed ({self.disabled_reason}); continuing with the offline specialists only")

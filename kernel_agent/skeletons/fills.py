@@ -34,7 +34,8 @@ class Fills:
 
 
 def parse_fills(text: str, skeleton: Skeleton) -> Fills:
-    """The slot fills an answer holds; a block named twice keeps its last fill."""
+    """The slot fills an answer holds; a block named twice keeps its last fill (its last complete one
+    when the answer ends inside a block)."""
     names = {s.name.lower(): s.name for s in skeleton.slots}
     out = Fills()
     lines = text.replace("\r\n", "\n").split("\n")
@@ -54,6 +55,7 @@ def parse_fills(text: str, skeleton: Skeleton) -> Fills:
                                       and len(lines[i].strip()) >= len(fence)):
             body.append(lines[i])
             i += 1
+        closed = i < len(lines)
         i += 1  # the closing fence (or the end of the answer)
         slot_name = next((names[w.lower()] for w in re.split(r"[\s:,]+", info) if w.lower() in names), None)
         if slot_name is None:
@@ -67,6 +69,8 @@ def parse_fills(text: str, skeleton: Skeleton) -> Fills:
         if slot_name is None:
             out.ignored.append(info or "(a block with no name)")
             continue
+        if not closed and slot_name in out.values:
+            continue  # a model repeating itself was cut off: its complete fill stands
         out.values[slot_name] = "\n".join(body)
     for slot in skeleton.slots:
         if slot.kind == "expr" and slot.name in out.values and (m := _DECLARATION.match(out.values[slot.name])):

@@ -161,3 +161,12 @@ def test_the_skeleton_a_hand_written_fill_uses_is_the_first_one_fitting_offers()
              if names[0] != named_skeleton((fills[[f.stem for f in fills].index(stem)]).read_text())}
     assert not wrong
     assert any(len(names) > 1 for names in offered.values())  # a real choice was made somewhere
+
+
+def test_an_answer_cut_off_while_repeating_itself_keeps_its_complete_fill():
+    """Seen from Qwen2.5-Coder-1.5B: the same blocks over and over until max_tokens; the last block,
+    cut off, must not replace the complete one before it."""
+    skeleton = library()["elementwise"]
+    block = "```N\nn\n```\n```OUT\ny\n```\n```VALUE\nconst float v = x[i];\nreturn v * 2.f;\n```\n"
+    fills = parse_fills(block * 3 + "```VALUE\nconst float v = x[i];\nreturn v * ", skeleton)
+    assert fills.values["VALUE"] == "const float v = x[i];\nreturn v * 2.f;"

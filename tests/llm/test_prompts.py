@@ -104,7 +104,7 @@ def test_the_port_prompts_show_contracts_and_the_fills_to_fix(contexts):
     assert "Fill every slot (N, OUT, VALUE)" in text and "kagent_elementwise" not in text
     repair = render("repair_port", **contexts["repair_port"])
     assert "The compiler's errors are in slot VALUE." in repair and "```OUT\ny\n```" in repair
-    assert "send the corrected block for VALUE" in repair
+    assert "Send the corrected block for VALUE" in repair and "```VALUE\n...\n```" in repair
 
 
 def test_the_template_list_is_complete():

@@ -23,6 +23,7 @@ _FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*(.*?)\s*$")
 _LABEL_LINE = re.compile(r"^\s*(?:#+\s*|[-*]\s*)?(?:\*\*|`)?(?:slot\s+)?(?P<name>[A-Za-z_]\w*)(?:\*\*|`)?\s*:?\s*$")
 _DECLARATION = re.compile(r"^\s*(?:const\s+)?(?:unsigned\s+)?[A-Za-z_]\w*(?:\s+const)?\s*\*+\s*(?:const\s+)?"
                           r"(?:__restrict__\s+)?(?P<name>[A-Za-z_]\w*)\s*;?\s*$")
+_PLACEHOLDERS = {"", "...", "…"}
 _LANGUAGES = {"", "c", "cpp", "c++", "cu", "cuda"}
 _NAMED_LINE = re.compile(r"^\s*(?:[-*]\s*)?`?(?P<name>[A-Z][A-Z0-9_]*)`?\s*[:=]\s*`?(?P<value>[^`]+?)`?\s*$")
 
@@ -69,8 +70,8 @@ def parse_fills(text: str, skeleton: Skeleton) -> Fills:
         if slot_name is None:
             out.ignored.append(info or "(a block with no name)")
             continue
-        if not closed and slot_name in out.values:
-            continue  # a model repeating itself was cut off: its complete fill stands
+        if slot_name in out.values and (not closed or "\n".join(body).strip() in _PLACEHOLDERS):
+            continue  # a model repeating itself was cut off, or echoed the format's `...`: its fill stands
         out.values[slot_name] = "\n".join(body)
     for slot in skeleton.slots:
         if slot.kind == "expr" and slot.name in out.values and (m := _DECLARATION.match(out.values[slot.name])):

@@ -170,3 +170,5 @@ def test_an_answer_cut_off_while_repeating_itself_keeps_its_complete_fill():
     block = "```N\nn\n```\n```OUT\ny\n```\n```VALUE\nconst float v = x[i];\nreturn v * 2.f;\n```\n"
     fills = parse_fills(block * 3 + "```VALUE\nconst float v = x[i];\nreturn v * ", skeleton)
     assert fills.values["VALUE"] == "const float v = x[i];\nreturn v * 2.f;"
+    echoed = parse_fills(block + "Then the format again:\n```N\n...\n```\n", skeleton)  # the prompt's own `...`
+    assert echoed.values["N"] == "n"

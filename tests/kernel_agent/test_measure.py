@@ -208,7 +208,7 @@ def test_a_model_kernel_is_measured_into_the_trajectory_and_the_report(tmp_path)
     with FakeOpenAI([answer(f"```cuda\n{ROWBLOCK}```")]) as server:  # then the same kernel: refused as a duplicate
         result = kagent("optimize", baseline_only_task(tmp_path), "--executor", "compile-only", "--budget", 6,
                         "--out", tmp_path / "out", "--llm", "test-model", "--llm-base-url", server.base_url,
-                        env={"KAGENT_CONFIG": str(config), "OPENAI_API_KEY": ""})
+                        "--no-llm-port", env={"KAGENT_CONFIG": str(config), "OPENAI_API_KEY": ""})
     assert result.exit_code == 0, result.output
     (run_dir,) = (tmp_path / "out" / "layernorm").iterdir()
     assert [r["kernel"] for r in rows_of(run_dir / "attempts.jsonl")] == ["baseline", "llm1"]

@@ -27,8 +27,9 @@ from ..skeletons import (
     instantiate,
     named_skeleton,
     parse_fills,
+    suite_task,
 )
-from ..task import Task, TaskError, load_task
+from ..task import Task
 from .answers import ParsedAnswer
 from .context import launch_evidence
 from .prompts import task_context
@@ -69,7 +70,7 @@ def example_fill(skeleton: Skeleton, task: Task, folder: Path = EXAMPLES) -> dic
         text = path.read_text()
         if named_skeleton(text) != skeleton.name or path.stem == task.name:
             continue
-        other = _task_named(path.stem)
+        other = suite_task(path.stem)
         if other is None:
             continue
         blocks = text[text.index("```"):] if "```" in text else text
@@ -78,15 +79,6 @@ def example_fill(skeleton: Skeleton, task: Task, folder: Path = EXAMPLES) -> dic
         return None
     _, _, name, description, blocks = min(found)
     return {"task": name, "description": description, "fills": blocks}
-
-
-def _task_named(name: str) -> Task | None:
-    for path in sorted((LIBRARY.parents[1] / "tasks").glob(f"*/{name}.yaml")):
-        try:
-            return load_task(path)
-        except (TaskError, OSError):
-            return None
-    return None
 
 
 def fills_reader(skeleton: Skeleton, task: Task, base: Mapping[str, str],

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from ..task import Task
+from ..task import Task, TaskError, load_task
 from .fills import Fills, named_skeleton, parse_fills
 from .format import Skeleton, SkeletonError, Slot, parse_skeleton
 from .instance import Instance, check_fills, instantiate, normalize_fills
@@ -32,6 +32,7 @@ __all__ = [
     "parse_fills",
     "parse_skeleton",
     "port",
+    "suite_task",
 ]
 
 
@@ -45,6 +46,16 @@ def library(folder: Path = LIBRARY) -> dict[str, Skeleton]:
             raise SkeletonError(f"{path}: skeleton {skeleton.name} is also {found[skeleton.name].path}")
         found[skeleton.name] = skeleton
     return found
+
+
+def suite_task(name: str) -> Task | None:
+    """The suite task an example fill (`examples/NAME.md`) re-expresses, or None if there is none."""
+    for path in sorted((LIBRARY.parents[1] / "tasks").glob(f"*/{name}.yaml")):
+        try:
+            return load_task(path)
+        except (TaskError, OSError):
+            return None
+    return None
 
 
 def fitting(task: Task, folder: Path = LIBRARY) -> list[Skeleton]:

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from sandbox import Evaluator, GpuWorker, Kernel, Outcome, Settings, Status, load_kernel
 
-from ..task import Task, discover, load_task
-from . import LIBRARY, port
+from ..task import Task
+from . import LIBRARY, SkeletonError, port, suite_task
 
 ROUNDS = 5
 BAR = 1.05
@@ -86,14 +86,16 @@ def compare(task: Task, fill: Path, worker: GpuWorker, scratch: Path) -> dict:
 def main(argv: list[str]) -> int:
     out = Path(argv[argv.index("--out") + 1]) if "--out" in argv else None
     only = set(argv[argv.index("--only") + 1].split(",")) if "--only" in argv else None
-    tasks = {path.stem: path for path in discover(Path(__file__).resolve().parents[2] / "tasks")}
     rows = []
     with GpuWorker(0) as worker, tempfile.TemporaryDirectory() as scratch:
         worker.start()
         for fill in examples():
             if only is not None and fill.stem not in only:
                 continue
-            row = compare(load_task(tasks[fill.stem]), fill, worker, Path(scratch))
+            task = suite_task(fill.stem)
+            if task is None:
+                raise SkeletonError(f"{fill}: no suite task {fill.stem} to compare with")
+            row = compare(task, fill, worker, Path(scratch))
             rows.append(row)
             if "error" in row:
                 print(f"{row['task']:16s} ERROR {row['error']}", flush=True)

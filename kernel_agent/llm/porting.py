@@ -3,9 +3,12 @@
 A small model cannot write a fast kernel but can write the few lines of math a slot asks for. The
 prompt (`prompts/port.j2`) shows the task (its NumPy reference, signature and sizes), the naive
 kernel for the indexing, the skeleton's slot contracts (never its code) and, as a worked example,
-the same skeleton filled for another task (`kernel_agent/skeletons/examples/`). The answer is one
-fenced block per slot; a repair (`prompts/repair_port.j2`) sends back the fills with the evidence of
-the failure, naming the slot a compiler error lies in, and keeps the slots the model does not resend.
+the same skeleton filled for another task (`kernel_agent/skeletons/examples/`). The structure slots
+the task's shapes decide (`skeletons/derive.py`: the row count, the input buffer, the reduced axis)
+are filled by kagent and shown as given; the model is asked only for the others, mostly the math.
+The answer is one fenced block per asked slot; a repair (`prompts/repair_port.j2`) sends back the
+fills with the evidence of the failure, naming the slot a compiler error lies in and the names in
+scope there, and keeps the slots the model does not resend.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from ..skeletons import (
     parse_fills,
     suite_task,
 )
+from ..skeletons.derive import derive, plan
 from ..task import Task
 from .answers import ParsedAnswer
 from .context import launch_evidence
@@ -55,16 +59,24 @@ class Port:
 
 
 def skeleton_view(skeleton: Skeleton, task: Task) -> dict:
-    """The skeleton as the model sees it: its pattern, when it fits, and each slot's contract."""
+    """The skeleton as the model sees it: its pattern, when it fits, the slots kagent fills from the
+    task's shapes (`given`, and `after`: written from the model's own fills), the unused optional
+    slots, and the contract of each slot the model is asked for."""
     dims = ", ".join(task.dims)
+    chosen = plan(skeleton, task)
+    slots = [(s, s.optional and s.name not in chosen.needed) for name in chosen.asked
+             if (s := skeleton.slot(name)) is not None]
     return {"name": skeleton.name, "summary": skeleton.summary, "fits": skeleton.fits,
             "slots": [{"name": s.name, "kind": KIND_WORDS[s.kind].format(dims=dims), "contract": s.contract,
-                       "optional": s.optional} for s in skeleton.slots],
-            "required": skeleton.required}
+                       "optional": optional} for s, optional in slots],
+            "required": [s.name for s, optional in slots if not optional],
+            "given": chosen.given, "after": chosen.after, "unused": sorted(chosen.unused)}
 
 
 def example_fill(skeleton: Skeleton, task: Task, folder: Path = EXAMPLES) -> dict | None:
-    """The same skeleton filled for another task (a worked example), preferring the task's family."""
+    """The same skeleton filled for another task (a worked example), preferring the task's family; it
+    shows only the slots this task's model is asked for (the others kagent fills)."""
+    chosen = plan(skeleton, task)
     found = []
     for path in sorted(folder.glob("*.md")):
         text = path.read_text()
@@ -73,25 +85,38 @@ def example_fill(skeleton: Skeleton, task: Task, folder: Path = EXAMPLES) -> dic
         other = suite_task(path.stem)
         if other is None:
             continue
-        blocks = text[text.index("```"):] if "```" in text else text
-        found.append((other.family != task.family, len(blocks), other.name, other.description, blocks.strip()))
+        fills = parse_fills(text, skeleton).values
+        blocks = "\n\n".join(f"```{name}\n{fills[name].strip()}\n```" for name in chosen.asked
+                             if fills.get(name, "").strip())
+        alike = plan(skeleton, other).unused == chosen.unused  # writes its outputs as this task must
+        found.append((not alike, other.family != task.family, len(blocks), other.name, other.description, blocks))
     if not found:
         return None
-    _, _, name, description, blocks = min(found)
+    *_, name, description, blocks = min(found)
     return {"task": name, "description": description, "fills": blocks}
 
 
 def fills_reader(skeleton: Skeleton, task: Task, base: Mapping[str, str],
                  header: str) -> Callable[[str, bool], tuple[ParsedAnswer, Port | None]]:
-    """Reads an answer's slot blocks over `base` (a repair's earlier fills) into a kernel file."""
-    first = skeleton.required[0] if skeleton.required else skeleton.slots[0].name
+    """Reads an answer's blocks for the asked slots over `base` (a repair's earlier fills) and adds
+    the fills kagent derives (`skeletons/derive.py`) into a kernel file. Blocks for slots kagent
+    fills are ignored; when one slot is asked, a lone unnamed block is its fill."""
+    chosen = plan(skeleton, task)
+    asked = chosen.asked
+    first = next((name for name in asked if name in skeleton.required), asked[0] if asked else skeleton.slots[0].name)
+    own = {k: v for k, v in base.items() if k in asked}
 
     def read(text: str, finished: bool) -> tuple[ParsedAnswer, Port | None]:
-        given = parse_fills(text, skeleton).values
+        given = {k: v for k, v in parse_fills(text, skeleton).values.items() if k in asked}
+        if not given and len(asked) == 1 and (lone := _lone_block(text)) is not None:
+            given = {asked[0]: lone}
         if not given:
             return ParsedAnswer(None, "none", "no slot blocks found. " + FORMAT.format(first=first)), None
-        fills = {**base, **given}
-        if problems := check_fills(skeleton, task, fills):
+        fills = {**own, **given}
+        fills.update(derive(skeleton, task, fills).fills)
+        missing = [f"slot {name} is missing: this task's outputs are written there"
+                   for name in sorted(chosen.needed) if not fills.get(name, "").strip()]
+        if problems := missing + check_fills(skeleton, task, fills):
             cut = "" if finished else " (the answer was cut off: send shorter blocks)"
             return ParsedAnswer(None, "slots", "\n".join(problems) + cut), None
         try:
@@ -103,6 +128,15 @@ def fills_reader(skeleton: Skeleton, task: Task, base: Mapping[str, str],
     return read
 
 
+_BLOCK = re.compile(r"^\s*```[^\n`]*\n(.*?)^\s*```", re.MULTILINE | re.DOTALL)
+
+
+def _lone_block(text: str) -> str | None:
+    """The content of the answer's only fenced block (None for none or several)."""
+    blocks = _BLOCK.findall(text)
+    return blocks[0] if len(blocks) == 1 and blocks[0].strip() else None
+
+
 _LOG_LINE = re.compile(r"\((\d+)\): (?:catastrophic )?error")
 
 
@@ -112,15 +146,36 @@ def failing_slots(port: Port, outcome: Outcome) -> list[str]:
     return list(dict.fromkeys(s for line in lines if (s := port.instance.slot_at(line)) is not None))
 
 
-def repair_view(port: Port, failed: Attempt) -> dict:
-    """What the port repair prompt shows of the failure: its class, message and evidence, and the slots
-    to fix (those the compiler's errors lie in; else every slot the model thinks wrong)."""
+_UNDEFINED = re.compile(r'identifier "(\w+)" is undefined')
+_SIGNATURE = re.compile(r"`[^`(]*\(([^)`]*)\)`")
+
+
+def in_scope(skeleton: Skeleton, task: Task, slot: str) -> list[str]:
+    """The names a body slot's code may use: the task's parameters, then the arguments its contract's
+    signature adds (`float combine(PARAMS, float acc, float v)`: acc, v)."""
+    found = skeleton.slot(slot)
+    m = _SIGNATURE.search(found.contract) if found is not None else None
+    if m is None:
+        return list(task.params)
+    names = [part.split()[-1].lstrip("*&") for part in m.group(1).split(",") if part.strip()]
+    return list(dict.fromkeys(n for name in names for n in (task.params if name == "PARAMS" else [name])))
+
+
+def repair_view(port: Port, failed: Attempt, task: Task) -> dict:
+    """What the port repair prompt shows of the failure: its class, message and evidence, the slots to
+    fix (those the compiler's errors lie in, of the slots the model fills; else every slot the model
+    thinks wrong) and, for a name the compiler does not know, the names in scope there."""
     o = failed.outcome
+    asked = plan(port.skeleton, task).asked
     view: dict = {"status": o.status.value, "message": o.message, "log": "", "mismatch": None, "launch": None,
-                  "slots_to_fix": []}
+                  "slots_to_fix": [], "undefined": [], "scope": {}}
     if o.status.value == "compile_error":
         view["log"] = o.log or o.message
-        view["slots_to_fix"] = failing_slots(port, o)
+        view["slots_to_fix"] = [name for name in failing_slots(port, o) if name in asked]
+        view["undefined"] = list(dict.fromkeys(_UNDEFINED.findall(view["log"])))
+        if view["undefined"]:
+            view["scope"] = {name: in_scope(port.skeleton, task, name) for name in view["slots_to_fix"]
+                             if (slot := port.skeleton.slot(name)) is not None and slot.kind == "body"}
     elif o.status.value == "launch_error":
         size, directives, limit = launch_evidence(port.instance.source, o.message)
         view["launch"] = {"size": size, "directives": directives, "limit": limit}

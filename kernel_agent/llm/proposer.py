@@ -141,8 +141,11 @@ class LLMProposer:
     def _repair_port(self, origin: Origin, port: Port, failed: Attempt) -> Proposal | None:
         """The fills and the failure's evidence go back; the slots the model resends replace theirs."""
         skeleton = port.skeleton
-        context = {"task": task_context(self.task), "skeleton": skeleton_view(skeleton, self.task),
-                   "fills": port.fills, "failure": repair_view(port, failed)}
+        view = skeleton_view(skeleton, self.task)
+        asked = {slot["name"] for slot in view["slots"]}
+        context = {"task": task_context(self.task), "skeleton": view,
+                   "fills": {k: v for k, v in port.fills.items() if k in asked and v.strip()},
+                   "failure": repair_view(port, failed, self.task)}
         read = fills_reader(skeleton, self.task, port.fills, _port_header(skeleton.name, self.task.name))
         return self._ask(render("repair_port.j2", **context), origin.role, origin.round + 1, failed.candidate,
                          lambda text, finished, _earlier: read(text, finished), short=True)

@@ -92,18 +92,21 @@ def contexts(task, source, search) -> dict[str, dict]:
                                 "parent kernel.", small=False, short=False),
         "port": dict(task=task, naive=source, skeleton=SKELETON, earlier=["llm1 (port:elementwise): compile_error"],
                      example={"task": "gelu", "description": "GELU", "fills": "```N\nn\n```"}),
-        "repair_port": dict(task=task, skeleton=SKELETON, fills={"N": "rows * cols", "OUT": "y", "VALUE": "x[i]"},
+        "repair_port": dict(task=task, skeleton=SKELETON, fills={"VALUE": "x[i]"},
                             failure={"status": "compile_error", "message": "1 error", "log": log,
-                                     "slots_to_fix": ["VALUE"], "launch": None, "mismatch": None}),
+                                     "slots_to_fix": ["VALUE"], "launch": None, "mismatch": None,
+                                     "undefined": ["q"], "scope": {"VALUE": ["x", "y", "n", "i"]}}),
     }
 
 
 def test_the_port_prompts_show_contracts_and_the_fills_to_fix(contexts):
     text = render("port", **contexts["port"])
     assert "Skeleton `elementwise`" in text and "- `VALUE`, C statements" in text and "```N\nn\n```" in text
-    assert "Fill every slot (N, OUT, VALUE)" in text and "kagent_elementwise" not in text
+    assert "Fill every slot (VALUE)" in text and "kagent_elementwise" not in text
+    assert "kagent fills these slots from the task's shapes (do not send them): OUT = `y`; N = `n`." in text
     repair = render("repair_port", **contexts["repair_port"])
-    assert "The compiler's errors are in slot VALUE." in repair and "```OUT\ny\n```" in repair
+    assert "The compiler's errors are in slot VALUE." in repair and "```VALUE\nx[i]\n```" in repair
+    assert 'No variable is named "q" there: use only the names in scope (in VALUE: x, y, n, i)' in repair
     assert "Send the corrected block for VALUE" in repair and "```VALUE\n...\n```" in repair
 
 

@@ -58,16 +58,26 @@ class Port:
     instance: Instance
 
 
-def skeleton_view(skeleton: Skeleton, task: Task) -> dict:
+_EXAMPLES_TAIL = re.compile(r"[,;]?\s*(?:\(\s*)?e\.g\.\s*`.*$")
+
+
+def without_examples(contract: str) -> str:
+    """A contract without its closing `e.g. ...` examples (a small model pastes them as its fill)."""
+    return _EXAMPLES_TAIL.sub("", contract).rstrip(" ,;:") or contract
+
+
+def skeleton_view(skeleton: Skeleton, task: Task, shown: frozenset[str] = frozenset()) -> dict:
     """The skeleton as the model sees it: its pattern, when it fits, the slots kagent fills from the
     task's shapes (`given`, and `after`: written from the model's own fills), the unused optional
-    slots, and the contract of each slot the model is asked for."""
+    slots, and the contract of each slot the model is asked for; a slot the worked example `shown`
+    fills loses its contract's own examples (one example of the form, not two to copy)."""
     dims = ", ".join(task.dims)
     chosen = plan(skeleton, task)
     slots = [(s, s.optional and s.name not in chosen.needed) for name in chosen.asked
              if (s := skeleton.slot(name)) is not None]
     return {"name": skeleton.name, "summary": skeleton.summary, "fits": skeleton.fits,
-            "slots": [{"name": s.name, "kind": KIND_WORDS[s.kind].format(dims=dims), "contract": s.contract,
+            "slots": [{"name": s.name, "kind": KIND_WORDS[s.kind].format(dims=dims),
+                       "contract": without_examples(s.contract) if s.name in shown else s.contract,
                        "optional": optional} for s, optional in slots],
             "required": [s.name for s, optional in slots if not optional],
             "given": chosen.given, "after": chosen.after, "unused": sorted(chosen.unused)}
@@ -89,11 +99,13 @@ def example_fill(skeleton: Skeleton, task: Task, folder: Path = EXAMPLES) -> dic
         blocks = "\n\n".join(f"```{name}\n{fills[name].strip()}\n```" for name in chosen.asked
                              if fills.get(name, "").strip())
         alike = plan(skeleton, other).unused == chosen.unused  # writes its outputs as this task must
-        found.append((not alike, other.family != task.family, len(blocks), other.name, other.description, blocks))
+        slots = sorted(name for name in chosen.asked if fills.get(name, "").strip())
+        found.append((not alike, other.family != task.family, len(blocks), other.name, other.description, blocks,
+                      slots))
     if not found:
         return None
-    *_, name, description, blocks = min(found)
-    return {"task": name, "description": description, "fills": blocks}
+    *_, name, description, blocks, slots = min(found)
+    return {"task": name, "description": description, "fills": blocks, "slots": slots}
 
 
 def fills_reader(skeleton: Skeleton, task: Task, base: Mapping[str, str],
@@ -186,5 +198,7 @@ def repair_view(port: Port, failed: Attempt, task: Task) -> dict:
 
 def port_prompt_context(task: Task, naive: str, skeleton: Skeleton, earlier: list[str]) -> dict:
     """Variables of `port.j2` (one wording for every model: the answer is a few short blocks anyway)."""
-    return {"task": task_context(task), "naive": naive, "skeleton": skeleton_view(skeleton, task),
-            "example": example_fill(skeleton, task), "earlier": earlier}
+    example = example_fill(skeleton, task)
+    shown = frozenset(example["slots"]) if example else frozenset()
+    return {"task": task_context(task), "naive": naive, "skeleton": skeleton_view(skeleton, task, shown),
+            "example": example, "earlier": earlier}

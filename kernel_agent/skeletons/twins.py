@@ -1,5 +1,6 @@
 """Skeleton instances against their hand-written twins, side by side on one GPU (a benchmark, not a
-test): `python3 -m kernel_agent.skeletons.twins [--only TASK,TASK] [--out FILE.json]`.
+test): `python3 -m kernel_agent.skeletons.twins [--only TASK,TASK] [--out FILE.json]` (`--only`: those
+examples, in that order).
 
 Each example fill (`examples/TASK.md`) re-expresses an expert variant of a suite task as a skeleton
 instance. For each, knob combinations of the task's hand-written variants and of the instance are
@@ -85,13 +86,13 @@ def compare(task: Task, fill: Path, worker: GpuWorker, scratch: Path) -> dict:
 
 def main(argv: list[str]) -> int:
     out = Path(argv[argv.index("--out") + 1]) if "--out" in argv else None
-    only = set(argv[argv.index("--only") + 1].split(",")) if "--only" in argv else None
+    only = argv[argv.index("--only") + 1].split(",") if "--only" in argv else None
+    chosen = examples() if only is None else sorted((f for f in examples() if f.stem in only),
+                                                    key=lambda f: only.index(f.stem))  # in the order asked
     rows = []
     with GpuWorker(0) as worker, tempfile.TemporaryDirectory() as scratch:
         worker.start()
-        for fill in examples():
-            if only is not None and fill.stem not in only:
-                continue
+        for fill in chosen:
             task = suite_task(fill.stem)
             if task is None:
                 raise SkeletonError(f"{fill}: no suite task {fill.stem} to compare with")

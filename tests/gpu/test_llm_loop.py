@@ -33,7 +33,7 @@ def test_a_wrong_kernel_is_caught_repaired_with_evidence_and_wins(tmp_path):
     config = config_file(tmp_path, timeout_s=30.0, max_attempts=2)
     with FakeOpenAI(script) as server:
         result = optimize(baseline_only_task(tmp_path), tmp_path / "out", server.base_url, config,
-                          "--budget", 10, executor="gpu")
+                          "--budget", 10, "--no-llm-port", executor="gpu")  # whole kernels here
     assert result.exit_code == 0, result.output
     (run_dir,) = (tmp_path / "out" / "layernorm").iterdir()
     rows = lines(run_dir / "trajectory.jsonl")

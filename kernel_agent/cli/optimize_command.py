@@ -90,6 +90,11 @@ def optimize(
                                   help="While no kernel is 1.5x the baseline, have the model fill the slots of the "
                                        "skeletons that fit the task (`kagent skeletons TASK`) before it writes whole "
                                        "kernels."),
+    llm_grammar: str | None = typer.Option(None, "--llm-grammar",
+                                           help="The server decodes under kagent's answer grammars (slot blocks "
+                                                "only, one ```cuda block): llama.cpp (its `grammar` field), vllm "
+                                                "(`guided_grammar`) or off [default: the config file's grammar, "
+                                                "else off]. A small model then cannot answer in prose."),
     no_llm: bool = typer.Option(False, "--no-llm", help="Offline specialists only, even if an LLM is configured."),
 ) -> None:
     """Search a task's kernels, knobs and generic edits for the fastest correct kernel.
@@ -106,12 +111,14 @@ def optimize(
         if resume:
             run = resume_run(out, resume)
             run_dir, config = run.folder, run.config
-            llm_url = _resumed(config, budget, time_limit, no_llm, llm, llm_base_url, llm_budget, llm_timeout)
+            llm_url = _resumed(config, budget, time_limit, no_llm, llm, llm_base_url, llm_budget, llm_timeout,
+                               llm_grammar)
         else:
             if task_file is None:
                 fail(2, "give a task file (or --resume RUN)")
             llm_settings, llm_url = (None, None) if no_llm else \
-                llm_settings_from(llm, llm_base_url, llm_budget, llm_every, llm_timeout, llm_small, llm_port)
+                llm_settings_from(llm, llm_base_url, llm_budget, llm_every, llm_timeout, llm_small, llm_port,
+                                  llm_grammar)
             options = OptimizeOptions(task_file=task_file, out=out, strategy=strategy, seed=seed,
                                       budget=40 if budget is None else budget, batch=batch, executor=executor,
                                       recording=recording, time_limit_s=time_limit, warm_start=warm_start,
@@ -142,13 +149,14 @@ def optimize(
 
 
 def _resumed(config: RunConfig, budget: int | None, time_limit: float | None, no_llm: bool, llm: str | None,
-             llm_base_url: str | None, llm_budget: int | None, llm_timeout: float | None) -> str | None:
+             llm_base_url: str | None, llm_budget: int | None, llm_timeout: float | None,
+             llm_grammar: str | None = None) -> str | None:
     """What --resume may change: the budget, the time limit and the model; the endpoint to call."""
     if budget is not None:
         config.budget = budget
     if time_limit is not None:
         config.time_limit_s = time_limit
-    llm_url = _resume_llm(config, no_llm, llm, llm_base_url, llm_budget, llm_timeout)
+    llm_url = _resume_llm(config, no_llm, llm, llm_base_url, llm_budget, llm_timeout, llm_grammar)
     console.print(f"resuming {config.run_id} ({config.task}, {config.strategy}, {config.executor})", markup=False)
     return llm_url
 
@@ -164,21 +172,22 @@ def _discard_unstarted(run_dir: Path | None, created: bool) -> bool:
 
 def llm_settings_from(model: str | None, base_url: str | None, budget: int | None, every: int,
                       timeout_s: float | None = None, small: bool | None = None,
-                      port: bool = True) -> tuple[LLMSettings | None, str | None]:
+                      port: bool = True, grammar: str | None = None) -> tuple[LLMSettings | None, str | None]:
     """The LLM part of a run's settings (flags first, then environment, then the config file), and the
     endpoint to call. The settings are stored (run.json, report.md): they hold the URL without any
     credentials; the URL as given is only used, never written. `small` None: decided by the model."""
-    config = load_llm_config(model=model, base_url=base_url, token_budget=budget, timeout_s=timeout_s)
+    config = load_llm_config(model=model, base_url=base_url, token_budget=budget, timeout_s=timeout_s,
+                             grammar=grammar)
     if config is None:
         return None, None
     settings = LLMSettings(model=config.model, base_url=config.display_url, token_budget=config.token_budget,
-                           every=every, timeout_s=timeout_s, port=port,
+                           every=every, timeout_s=timeout_s, port=port, grammar=config.grammar,
                            small=is_small_model(config.model, config.base_url) if small is None else small)
     return settings, config.base_url
 
 
 def _resume_llm(config: RunConfig, no_llm: bool, model: str | None, base_url: str | None,
-                budget: int | None, timeout_s: float | None) -> str | None:
+                budget: int | None, timeout_s: float | None, grammar: str | None = None) -> str | None:
     """The LLM flags given with --resume win over the run's own: --no-llm switches it off, --llm,
     --llm-base-url and --llm-budget replace what run.json says. Returns the endpoint to call: the run's,
     unless another is given now (credentials are never stored, so they come from the flag or the
@@ -193,7 +202,8 @@ def _resume_llm(config: RunConfig, no_llm: bool, model: str | None, base_url: st
                                       before.every if before else 2,
                                       timeout_s if timeout_s is not None else (before.timeout_s if before else None),
                                       before.small if before and model in (None, before.model) else None,
-                                      before.port if before else True)
+                                      before.port if before else True,
+                                      grammar or (before.grammar if before else None))
     if base_url is None and before is not None and settings is not None and settings.base_url != before.base_url:
         settings.base_url = url = before.base_url  # the environment names another endpoint: keep the run's
     config.llm = settings

@@ -36,6 +36,7 @@ from .failures import (
     is_retryable,
     server_message,
 )
+from .grammar import request_fields
 from .reply import MalformedResponse, Reply, parse_reply, read_capped
 from .settings import DEFAULT_BASE_URL, NO_KEY, LLMConfig
 
@@ -71,10 +72,12 @@ class LLMClient:
         return max(0.0, min(own, deadline - time.monotonic())) if deadline is not None else own
 
     def complete(self, messages: list[dict[str, str]], deadline: float | None = None,
-                 temperature: float | None = None, max_tokens: int | None = None) -> Completion:
+                 temperature: float | None = None, max_tokens: int | None = None,
+                 grammar: str | None = None) -> Completion:
         """One chat completion, retried as needed, done by `deadline` (a time.monotonic() value) and
         by the call's own limit; raises LLMBudgetExhausted or LLMUnavailable. `temperature` and
-        `max_tokens` override the config's for this call (max_tokens only downwards)."""
+        `max_tokens` override the config's for this call (max_tokens only downwards); `grammar` (GBNF,
+        `grammar.py`) constrains the answer where the config says the server takes one."""
         self._check_budget()
         began = time.monotonic()
         end = began + self.call_limit_s(deadline)
@@ -82,13 +85,14 @@ class LLMClient:
         attempts = 0
         sampling = {"temperature": self.config.temperature if temperature is None else temperature,
                     "max_tokens": min(self.config.max_tokens, max_tokens or self.config.max_tokens)}
+        extra = request_fields(self.config.grammar, grammar)
 
         def attempt() -> Reply:
             nonlocal attempts
             if time.monotonic() >= end:
                 raise OutOfTime
             attempts += 1
-            return self._attempt(sent, min(time.monotonic() + self.config.timeout_s, end), sampling)
+            return self._attempt(sent, min(time.monotonic() + self.config.timeout_s, end), sampling, extra)
 
         try:
             reply = self._retrying(end)(attempt)
@@ -152,18 +156,20 @@ class LLMClient:
             raise LLMBudgetExhausted(f"token budget spent: {self.tokens_used} of {budget} tokens used "
                                      f"in {_plural(self.calls, 'call')}")
 
-    def _attempt(self, messages: list[dict[str, str]], deadline: float, sampling: dict[str, float]) -> Reply:
+    def _attempt(self, messages: list[dict[str, str]], deadline: float, sampling: dict[str, float],
+                 extra: dict[str, str]) -> Reply:
         """One HTTP attempt, given up at `deadline` however the server dribbles."""
         read_timeout_s = max(0.0, deadline - time.monotonic()) + READ_GRACE_S
-        return call_before(lambda cancelled: self._post(messages, read_timeout_s, cancelled, sampling), deadline)
+        return call_before(lambda cancelled: self._post(messages, read_timeout_s, cancelled, sampling, extra),
+                           deadline)
 
     def _post(self, messages: list[dict[str, str]], timeout_s: float, cancelled: threading.Event,
-              sampling: dict[str, float]) -> Reply:
+              sampling: dict[str, float], extra: dict[str, str]) -> Reply:
         """Runs in the attempt's thread: the request, the raw body (capped) and its checked fields."""
         with self._client.chat.completions.with_streaming_response.create(
                 model=self.config.model, messages=cast("list[ChatCompletionMessageParam]", messages),
                 temperature=sampling["temperature"], max_tokens=int(sampling["max_tokens"]),
-                timeout=timeout_s) as response:
+                timeout=timeout_s, extra_body=extra or None) as response:
             try:
                 body = read_capped(_until_cancelled(response.iter_bytes(), cancelled))
             except (MalformedResponse, Cancelled):

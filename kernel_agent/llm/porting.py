@@ -29,6 +29,7 @@ from ..skeletons import (
     check_fills,
     instantiate,
     named_skeleton,
+    normalize_fills,
     parse_fills,
     suite_task,
 )
@@ -122,6 +123,7 @@ def fills_reader(skeleton: Skeleton, task: Task, base: Mapping[str, str],
         given = {k: v for k, v in parse_fills(text, skeleton).values.items() if k in asked}
         if not given and len(asked) == 1 and (lone := _lone_block(text)) is not None:
             given = {asked[0]: lone}
+        given = {k: returning(skeleton, task, k, v) for k, v in given.items()}
         if not given:
             return ParsedAnswer(None, "none", "no slot blocks found. " + FORMAT.format(first=first)), None
         fills = {**own, **given}
@@ -138,6 +140,24 @@ def fills_reader(skeleton: Skeleton, task: Task, base: Mapping[str, str],
         return ParsedAnswer(instance.source, "slots", ""), Port(skeleton, fills, instance)
 
     return read
+
+
+_STORE = re.compile(r"^\s*(?P<out>[A-Za-z_]\w*)\s*\[[^\]]*\]\s*=\s*(?P<value>[^;=][^;]*);\s*$")
+
+
+def returning(skeleton: Skeleton, task: Task, name: str, fill: str) -> str:
+    """A fill of a slot that returns a value (`float value(...)`) but that stores it into an output
+    instead (`y[i] = v * 2.f;` as its last statement, no `return`) returns it: the skeleton stores it."""
+    slot = skeleton.slot(name)
+    m = _SIGNATURE_TYPE.search(slot.contract) if slot is not None and slot.kind == "body" else None
+    if m is None or m.group(1) == "void":
+        return fill
+    body = normalize_fills(skeleton, {name: fill})[name]
+    lines = body.rstrip().splitlines()
+    store = _STORE.match(lines[-1]) if lines and "return" not in body else None
+    if store is None or store.group("out") not in task.outputs:
+        return fill
+    return "\n".join([*lines[:-1], f"return {store.group('value').strip()};"])
 
 
 _BLOCK = re.compile(r"^\s*```[^\n`]*\n(.*?)^\s*```", re.MULTILINE | re.DOTALL)
@@ -158,6 +178,7 @@ def failing_slots(port: Port, outcome: Outcome) -> list[str]:
     return list(dict.fromkeys(s for line in lines if (s := port.instance.slot_at(line)) is not None))
 
 
+_SIGNATURE_TYPE = re.compile(r"^`(?:const\s+)?([A-Za-z_]\w*)[\s*&]*\w+\(")
 _UNDEFINED = re.compile(r'identifier "(\w+)" is undefined')
 _SIGNATURE = re.compile(r"`[^`(]*\(([^)`]*)\)`")
 

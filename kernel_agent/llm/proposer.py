@@ -33,6 +33,7 @@ from .answers import ParsedAnswer, kernel_files, parse_answer
 from .context import Extras, parent_view, prompt_context, repair_context
 from .examples import Example, family_example, teaching_example
 from .failures import LLMError
+from .grammar import KERNEL_GRAMMAR, slots_grammar
 from .history import WORD_FOR_WORD, Answered, History, same_as
 from .history import temperature as history_temperature
 from .porting import Port, fills_reader, port_prompt_context, repair_view, skeleton_view
@@ -101,7 +102,7 @@ class LLMProposer:
         context = prompt_context(self.task, self.space, state, plan.parent, self._extras(state))
         source = context["parent_source"]
         return self._ask(render(plan.prompt, **context), plan.role, 0, plan.parent, _file_reader(source),
-                         context["short"])
+                         context["short"], grammar=self._kernel_grammar(context["short"]))
 
     def _port(self, state: SearchState, plan: Plan) -> Proposal | None:
         """Ask for the slot fills of the plan's skeleton (`plan.role`); the kernel is assembled here."""
@@ -110,8 +111,10 @@ class LLMProposer:
         context = port_prompt_context(self.task, parent_view(self.space, plan.parent), skeleton,
                                       self.history.earlier(state))
         read = fills_reader(skeleton, self.task, {}, _port_header(skeleton.name, self.task.name))
+        view = context["skeleton"]
+        grammar = slots_grammar([s["name"] for s in view["slots"]], {s["name"] for s in view["slots"] if s["optional"]})
         return self._ask(render(plan.prompt, **context), f"port:{skeleton.name}", 0, plan.parent,
-                         lambda text, finished, _earlier: read(text, finished), short=True)
+                         lambda text, finished, _earlier: read(text, finished), short=True, grammar=grammar)
 
     def _extras(self, state: SearchState) -> Extras:
         return Extras(small=self.small, earlier=self.history.earlier(state), example=self.example,
@@ -135,7 +138,8 @@ class LLMProposer:
             template = f"repair_{failed.outcome.status.value}.j2"
             # the file as written: the compiler's line numbers refer to it
             return self._ask(render(template, **context), origin.role, origin.round + 1, failed.candidate,
-                             _file_reader(context["source"]), context["short"])
+                             _file_reader(context["source"]), context["short"],
+                             grammar=self._kernel_grammar(context["short"]))
         return None
 
     def _repair_port(self, origin: Origin, port: Port, failed: Attempt) -> Proposal | None:
@@ -147,14 +151,21 @@ class LLMProposer:
                    "fills": {k: v for k, v in port.fills.items() if k in asked and v.strip()},
                    "failure": repair_view(port, failed, self.task)}
         read = fills_reader(skeleton, self.task, port.fills, _port_header(skeleton.name, self.task.name))
+        to_fix = context["failure"]["slots_to_fix"] or [s["name"] for s in view["slots"]]
+        grammar = slots_grammar(to_fix, optional=() if context["failure"]["slots_to_fix"] else to_fix)
         return self._ask(render("repair_port.j2", **context), origin.role, origin.round + 1, failed.candidate,
-                         lambda text, finished, _earlier: read(text, finished), short=True)
+                         lambda text, finished, _earlier: read(text, finished), short=True, grammar=grammar)
+
+    def _kernel_grammar(self, short: bool) -> str | None:
+        """A small model asked for a whole file answers with one ```cuda block (where the server
+        decodes under a grammar): never prose alone."""
+        return KERNEL_GRAMMAR if self.small and short else None
 
     def _ask(self, prompt: str, role: str, round_: int, parent: Candidate, read: Reader,
-             short: bool) -> Proposal | None:
+             short: bool, grammar: str | None = None) -> Proposal | None:
         """Ask; `read` makes the answer a kernel file (a whole file or edits against the text the prompt
         showed, or slot fills); re-ask once when the answer is unusable or no new answer, at a higher
-        temperature for the latter."""
+        temperature for the latter. `grammar`: the answer's form, where the server enforces one."""
         if not self.enabled:
             return None
         template = "system_port.j2" if role.startswith("port:") else "system_small.j2" if self.small else "system.j2"
@@ -165,7 +176,7 @@ class LLMProposer:
             messages, repeats = self.history.unsent(messages)
             temperature = history_temperature(max(repeats, hotter))
             completion = self._complete(messages, role if round_ == 0 else f"{role} repair {round_}", ask,
-                                        temperature)
+                                        temperature, grammar)
             if completion is None:
                 return None
             text = completion["text"]
@@ -200,7 +211,8 @@ class LLMProposer:
                 messages = [*messages, {"role": "assistant", "content": text}, {"role": "user", "content": again}]
         return None
 
-    def _complete(self, messages: list[dict], who: str, ask: int, temperature: float | None) -> dict | None:
+    def _complete(self, messages: list[dict], who: str, ask: int, temperature: float | None,
+                  grammar: str | None = None) -> dict | None:
         """The model's answer (or, when resuming, the answer it gave before to the same prompt)."""
         self.calls += 1
         if self.calls <= len(self.recorded) and self.recorded[self.calls - 1]["messages"] == redacted(messages):
@@ -212,7 +224,8 @@ class LLMProposer:
                       f"up to {math.ceil(self.client.call_limit_s(self.deadline))} s)")
         try:
             limit = PORT_MAX_TOKENS if who.startswith("port:") else SMALL_MAX_TOKENS if self.small else None
-            c = self.client.complete(messages, deadline=self.deadline, temperature=temperature, max_tokens=limit)
+            c = self.client.complete(messages, deadline=self.deadline, temperature=temperature, max_tokens=limit,
+                                     grammar=grammar)
         except LLMError as exc:
             self.enabled, self.disabled_reason = False, redact(str(exc))
             self.notice(f"LLM failed ({self.disabled_reason}); continuing with the offline specialists only")

@@ -7,6 +7,7 @@ The config file is TOML, by default `$KAGENT_CONFIG` or `~/.config/kagent/config
     base_url = "http://localhost:8000/v1"   # vLLM, Ollama, llama.cpp, SGLang... or omit for api.openai.com
     token_budget = 2_000_000
     timeout_s = 300                          # per HTTP attempt (default 120, 600 for a server on this machine)
+    grammar = "llama.cpp"                    # the server decodes under kagent's answer grammars (or "vllm")
 
 Credentials in the URL (`https://user:key@host/v1`) are not sent as HTTP basic auth (the SDK's
 HTTP client would, replacing the `Authorization: Bearer` header OpenAI-compatible servers read):
@@ -29,6 +30,8 @@ import pydantic
 
 from sandbox import redact, register_secret
 
+from .grammar import GrammarDialect
+
 NO_KEY = "not-needed"  # local servers accept any key, but the SDK insists on one
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_TIMEOUT_S = 120.0
@@ -37,7 +40,7 @@ LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
 SMALL_MODEL_B = 8.0  # models of at most this many billion parameters get the small-model prompts
 MAX_ATTEMPTS = 10  # each may take timeout_s: more would only stall a run
 FILE_KEYS = ("model", "base_url", "api_key", "timeout_s", "max_attempts", "token_budget", "temperature",
-             "max_tokens")
+             "max_tokens", "grammar")
 ENV_KEYS = {"base_url": "OPENAI_BASE_URL", "api_key": "OPENAI_API_KEY", "model": "KAGENT_LLM_MODEL",
             "token_budget": "KAGENT_LLM_TOKEN_BUDGET"}
 
@@ -58,6 +61,7 @@ class LLMConfig(pydantic.BaseModel):
     token_budget: int | None = pydantic.Field(None, ge=0)  # prompt + completion tokens of a whole run
     temperature: float = pydantic.Field(0.2, ge=0)
     max_tokens: int = pydantic.Field(4096, ge=1)  # per completion
+    grammar: GrammarDialect = "off"  # how the server takes an answer grammar (grammar.py): off, llama.cpp, vllm
 
     @pydantic.field_validator("max_attempts")
     @classmethod
@@ -177,7 +181,7 @@ def is_small_model(model: str, base_url: str | None) -> bool:
 
 def load_llm_config(model: str | None = None, base_url: str | None = None, api_key: str | None = None,
                     token_budget: int | None = None, timeout_s: float | None = None, config_file: Path | None = None,
-                    env: Mapping[str, str] | None = None) -> LLMConfig | None:
+                    env: Mapping[str, str] | None = None, grammar: str | None = None) -> LLMConfig | None:
     """The merged config, or None when no model is configured anywhere. Unless set, an attempt may take
     DEFAULT_TIMEOUT_S, or LOCAL_TIMEOUT_S for a server on this machine."""
     env = os.environ if env is None else env
@@ -190,7 +194,7 @@ def load_llm_config(model: str | None = None, base_url: str | None = None, api_k
         if env.get(name):
             values[key], sources[key] = env[name], f"environment variable {name}"
     arguments = {"model": model, "base_url": base_url, "api_key": api_key, "token_budget": token_budget,
-                 "timeout_s": timeout_s}
+                 "timeout_s": timeout_s, "grammar": grammar}
     for key, value in arguments.items():
         if value is not None:
             values[key], sources[key] = value, f"argument {key}"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -27,6 +27,8 @@ class LLMSettings(BaseModel):
     timeout_s: float | None = Field(None, gt=0, description="seconds per HTTP attempt; None: the config's default")
     small: bool = Field(False, description="small-model prompts: whole files, knobs optional, one answer format")
     port: bool = Field(True, description="port fitting skeletons (the model fills slots) while no kernel is fast")
+    grammar: Literal["off", "llama.cpp", "vllm"] | None = Field(
+        None, description="answer grammars sent to a server that takes them; None: the config's")
 
 
 class RunConfig(BaseModel):

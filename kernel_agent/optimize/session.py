@@ -217,7 +217,8 @@ def _llm_proposer(run: Run, space: Space, notice: Callable[[str], None], url: st
     from ..llm.settings import load_llm_config
 
     llm_config = load_llm_config(model=settings.model, base_url=url or settings.base_url,
-                                 token_budget=settings.token_budget, timeout_s=settings.timeout_s)
+                                 token_budget=settings.token_budget, timeout_s=settings.timeout_s,
+                                 grammar=settings.grammar)
     assert llm_config is not None  # a model is named
     proposer = LLMProposer(LLMClient(llm_config), run.task, space, run.folder, generic=run.config.generic,
                            arch=run.config.arch, notice=notice, small=settings.small)

@@ -67,3 +67,36 @@ def test_porting_can_be_left_out(tmp_path, no_gpu):  # noqa: F811
     kernel = "```cuda\n" + (ROOT / "tasks" / "level1" / "gelu" / "vec.cu").read_text() + "```"
     _, _, calls, _ = run(tmp_path, [answer(kernel)], "--no-llm-port")
     assert calls and not any(c["role"].startswith("port:") for c in calls)
+
+
+def test_a_value_slot_that_stores_its_value_returns_it():
+    from kernel_agent.llm.porting import returning
+    from kernel_agent.skeletons import library
+    from kernel_agent.task import load_task
+
+    softplus, matvec = load_task(SOFTPLUS), load_task(ROOT / "tasks" / "naive" / "matvec.yaml")
+    stored = "float value(const float* x, long long i) {\n    const float v = x[i];\n    y[i] = log1pf(expf(v));\n}"
+    assert returning(library()["elementwise"], softplus, "VALUE", stored) == \
+        "const float v = x[i];\nreturn log1pf(expf(v));"
+    assert returning(library()["elementwise"], softplus, "VALUE", "return x[i];") == "return x[i];"
+    # a void slot writes outputs by design; a store into a non-output is left alone
+    assert returning(library()["rowwise"], matvec, "FINISH", "y[row] = s.acc;") == "y[row] = s.acc;"
+    assert returning(library()["elementwise"], softplus, "VALUE", "x[i] = 1.f;") == "x[i] = 1.f;"
+
+
+def test_with_a_grammar_server_the_port_and_its_repair_are_constrained_to_the_asked_blocks(tmp_path, no_gpu):  # noqa: F811
+    broken = "```VALUE\nreturn log1pf(expf(w));\n```"
+    fixed = "```VALUE\nconst float v = x[i];\nreturn v > 20.f ? v : log1pf(expf(v));\n```"
+    config = config_file(tmp_path, timeout_s=5.0, max_attempts=1)
+    with FakeOpenAI([answer(broken), answer(fixed)]) as server:
+        result = CliRunner().invoke(app, [
+            "optimize", str(SOFTPLUS), "--out", str(tmp_path / "out"), "--budget", "3", "--no-warm-start",
+            "--batch", "1", "--llm", "test-model", "--llm-base-url", server.base_url, "--llm-grammar", "llama.cpp"],
+            env={"KAGENT_CONFIG": str(config), "OPENAI_API_KEY": ""})
+        requests = list(server.requests)
+    assert result.exit_code == 0, result.output
+    port, repair = requests[0], requests[1]
+    assert port["grammar"].splitlines()[0] == 'root ::= slot-value "\\n"'  # VALUE only: OUT and N are kagent's
+    assert repair["grammar"].splitlines()[0] == 'root ::= slot-value "\\n"'  # the slot the compiler blamed
+    (run_dir,) = (tmp_path / "out" / "softplus").iterdir()
+    assert json.loads((run_dir / "run.json").read_text())["llm"]["grammar"] == "llama.cpp"  # kept for --resume

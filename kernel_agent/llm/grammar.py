@@ -1,0 +1,47 @@
+"""Answer grammars: the form of an answer enforced while the model writes it (constrained decoding).
+
+A small model often answers a slot prompt with a whole kernel, or a repair with prose and no code.
+Servers that decode under a grammar rule that out: llama.cpp's server reads a GBNF grammar from the
+request's `grammar` field, vLLM from `guided_grammar` (its xgrammar backend reads GBNF too). kagent
+sends one only when told the server takes it (`grammar = "llama.cpp"` or `"vllm"` in the config, or
+`--llm-grammar`): an OpenAI endpoint refuses unknown fields.
+
+- A port answer is exactly the asked slots' fenced blocks, in the asked order, optional ones may be
+  left out: `slots_grammar(["STATE", "ADD"], optional={"FINAL"})`.
+- A whole-kernel answer is one ```cuda block: `KERNEL_GRAMMAR`.
+
+Lines inside a block may hold any character but a backtick (C code has none), so a block ends only
+at its closing fence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Literal
+
+GrammarDialect = Literal["off", "llama.cpp", "vllm"]
+REQUEST_FIELD: dict[str, str] = {"llama.cpp": "grammar", "vllm": "guided_grammar"}
+
+_LINE = 'line ::= [^`\\n]* "\\n"'
+KERNEL_GRAMMAR = f'root ::= "```cuda\\n" line+ "```"\n{_LINE}\n'
+
+
+def _rule(slot: str) -> str:
+    return "slot-" + slot.lower().replace("_", "-")
+
+
+def slots_grammar(asked: Sequence[str], optional: Collection[str] = ()) -> str:
+    """The GBNF of an answer holding one fenced block per slot of `asked`, in that order; the slots in
+    `optional` may be left out."""
+    if not asked:
+        raise ValueError("a slot grammar needs at least one slot")
+    parts = [f"({_rule(s)} \"\\n\")?" if s in optional else f"{_rule(s)} \"\\n\"" for s in asked]
+    rules = [f'{_rule(s)} ::= "```{s}\\n" line* "```"' for s in asked]
+    return "\n".join([f"root ::= {' '.join(parts)}", *rules, _LINE]) + "\n"
+
+
+def request_fields(dialect: GrammarDialect, grammar: str | None) -> dict[str, str]:
+    """The extra request fields that carry `grammar` to a server of `dialect` (none when off)."""
+    if grammar is None or dialect == "off":
+        return {}
+    return {REQUEST_FIELD[dialect]: grammar}

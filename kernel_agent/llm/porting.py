@@ -34,6 +34,7 @@ from ..skeletons import (
     suite_task,
 )
 from ..skeletons.derive import derive, plan
+from ..skeletons.winners import read_winner
 from ..task import Task
 from .answers import ParsedAnswer
 from .context import launch_evidence
@@ -84,29 +85,38 @@ def skeleton_view(skeleton: Skeleton, task: Task, shown: frozenset[str] = frozen
             "given": chosen.given, "after": chosen.after, "unused": sorted(chosen.unused)}
 
 
-def example_fill(skeleton: Skeleton, task: Task, folder: Path = EXAMPLES) -> dict | None:
-    """The same skeleton filled for another task (a worked example), preferring the task's family; it
-    shows only the slots this task's model is asked for (the others kagent fills)."""
+def example_fill(skeleton: Skeleton, task: Task, folder: Path = EXAMPLES, winners: Path | None = None) -> dict | None:
+    """The same skeleton filled for another task (a worked example): one of the suite's variants
+    re-expressed (`folder`) or an earlier port measured fast (`winners`, `skeletons/winners.py`); one
+    that writes its outputs as this task must first, then one of the task's family, then the shortest.
+    It shows only the slots this task's model is asked for (the others kagent fills)."""
     chosen = plan(skeleton, task)
     found = []
     for path in sorted(folder.glob("*.md")):
-        text = path.read_text()
-        if named_skeleton(text) != skeleton.name or path.stem == task.name:
-            continue
-        other = suite_task(path.stem)
-        if other is None:
-            continue
-        fills = parse_fills(text, skeleton).values
-        blocks = "\n\n".join(f"```{name}\n{fills[name].strip()}\n```" for name in chosen.asked
-                             if fills.get(name, "").strip())
-        alike = plan(skeleton, other).unused == chosen.unused  # writes its outputs as this task must
-        slots = sorted(name for name in chosen.asked if fills.get(name, "").strip())
-        found.append((not alike, other.family != task.family, len(blocks), other.name, other.description, blocks,
-                      slots))
+        other = suite_task(path.stem) if path.stem != task.name else None
+        if other is not None and named_skeleton(path.read_text()) == skeleton.name:
+            alike = plan(skeleton, other).unused == chosen.unused  # writes its outputs as this task must
+            found.append(_example(chosen.asked, parse_fills(path.read_text(), skeleton).values, alike,
+                                  other.family == task.family, other.name, other.description))
+    for path in sorted(winners.glob("*.md")) if winners is not None and winners.is_dir() else []:
+        won = read_winner(path, skeleton)
+        if won is not None and won.task != task.name:
+            alike = not any(won.fills.get(name, "").strip() for name in chosen.unused)
+            found.append(_example(chosen.asked, won.fills, alike, won.family == task.family, won.task,
+                                  f"{won.description}; measured {won.speedup:.2f}x its naive kernel"))
     if not found:
         return None
-    *_, name, description, blocks, slots = min(found)
-    return {"task": name, "description": description, "fills": blocks, "slots": slots}
+    *_, example = min(found, key=lambda f: f[:-1])
+    return example
+
+
+def _example(asked: list[str], fills: Mapping[str, str], alike: bool, same_family: bool, name: str,
+             description: str) -> tuple[bool, bool, int, str, dict]:
+    """A candidate example with its sort key (alike first, then the family's, then the shortest)."""
+    shown = [slot for slot in asked if fills.get(slot, "").strip()]
+    blocks = "\n\n".join(f"```{slot}\n{fills[slot].strip()}\n```" for slot in shown)
+    return (not alike, not same_family, len(blocks), name,
+            {"task": name, "description": description, "fills": blocks, "slots": sorted(shown)})
 
 
 def fills_reader(skeleton: Skeleton, task: Task, base: Mapping[str, str],
@@ -217,9 +227,10 @@ def repair_view(port: Port, failed: Attempt, task: Task) -> dict:
     return view
 
 
-def port_prompt_context(task: Task, naive: str, skeleton: Skeleton, earlier: list[str]) -> dict:
+def port_prompt_context(task: Task, naive: str, skeleton: Skeleton, earlier: list[str],
+                        winners: Path | None = None) -> dict:
     """Variables of `port.j2` (one wording for every model: the answer is a few short blocks anyway)."""
-    example = example_fill(skeleton, task)
+    example = example_fill(skeleton, task, winners=winners)
     shown = frozenset(example["slots"]) if example else frozenset()
     return {"task": task_context(task), "naive": naive, "skeleton": skeleton_view(skeleton, task, shown),
             "example": example, "earlier": earlier}

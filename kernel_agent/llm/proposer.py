@@ -28,6 +28,7 @@ from sandbox import KernelError, Outcome, Status, redact
 from ..optimize.space import Space
 from ..seams import Attempt, Candidate, ChatModel, Plan, Proposal, SearchState
 from ..skeletons import library
+from ..skeletons.winners import keep_winner
 from ..task import Task
 from .answers import ParsedAnswer, kernel_files, parse_answer
 from .context import Extras, parent_view, prompt_context, repair_context
@@ -78,6 +79,7 @@ class LLMProposer:
     deadline: float | None = None  # time.monotonic() by which every call must be over (the run's time limit)
     small: bool = False  # small-model prompts: whole files, knobs optional, one answer format
     history: History = field(default_factory=History)
+    winners: Path | None = None  # ported kernels' fills measured fast (skeletons/winners.py): kept and read here
 
     def __post_init__(self) -> None:
         self.example: Example | None = teaching_example(self.task) if self.small else \
@@ -109,7 +111,7 @@ class LLMProposer:
         assert plan.parent is not None
         skeleton = library()[plan.role]
         context = port_prompt_context(self.task, parent_view(self.space, plan.parent), skeleton,
-                                      self.history.earlier(state))
+                                      self.history.earlier(state), self.winners)
         read = fills_reader(skeleton, self.task, {}, _port_header(skeleton.name, self.task.name))
         view = context["skeleton"]
         grammar = slots_grammar([s["name"] for s in view["slots"]], {s["name"] for s in view["slots"] if s["optional"]})
@@ -247,6 +249,10 @@ class LLMProposer:
             outcome: Outcome = attempt.outcome
             if outcome.status not in (Status.ok, Status.not_run):
                 self.repairs.append(attempt)
+            if (origin.port is not None and self.winners is not None and outcome.status is Status.ok
+                    and outcome.speedup is not None and outcome.speedup > 1):
+                keep_winner(self.winners, self.task, origin.port.skeleton, origin.port.fills, outcome.speedup,
+                            self.run_dir.name)
             if (origin.call, attempt.number) not in self._logged_results:
                 self._logged_results.add((origin.call, attempt.number))
                 self._log({"type": "result", "call": origin.call, "kernel": attempt.candidate.kernel,

@@ -23,7 +23,7 @@ from ..seams import Attempt, Candidate, Executor, SearchState
 from .executors import ExecutorError, GpuExecutor
 from .knowledge import KnowledgeBase
 from .loop import RunResult, add_attempt, batches_of, kept_verdicts, learn_earlier, reward_batch
-from .measure_files import ORIGINAL_JOURNAL, keep_originals, log_results, record_in_store
+from .measure_files import ORIGINAL_JOURNAL, keep_originals, keep_port_winners, log_results, record_in_store
 from .run_report import write_outputs
 from .session import Run, pin_knobs
 from .space import Space
@@ -107,6 +107,7 @@ def measure_run(run: Run, executor_for: Callable[[Space], Executor], gpu: str, a
     keep_originals(run.folder)
     Journal(run.folder / "attempts.jsonl").rewrite(attempts)
     log_results(run.folder, [a for a in measured if a.candidate == space.default(a.candidate.kernel)])
+    keep_port_winners(run, [a for a in measured if a.candidate == space.default(a.candidate.kernel)])
     record_in_store(run, result, notice)
     config.measured_on, config.measured_at = gpu, time.strftime("%Y-%m-%dT%H:%M:%S")
     write_outputs(result, space, run.folder, credit)

@@ -45,6 +45,26 @@ def log_results(folder: Path, attempts: list[Attempt]) -> None:
             f.write("".join(json.dumps(redacted(row)) + "\n" for row in rows))
 
 
+def keep_port_winners(run: Run, attempts: list[Attempt]) -> list[str]:
+    """The fills of each ported kernel measured correct and faster than the baseline, kept for later
+    ports (`skeletons/winners.py`); returns the kernels kept."""
+    from ..skeletons import library
+    from ..skeletons.winners import FOLDER, keep_winner
+
+    calls = {row["kernel"]: row for row in calls_of(read_rows(run.folder / "trajectory.jsonl")).values()
+             if row.get("kernel") and row.get("fills") and str(row.get("role", "")).startswith("port:")}
+    kept = []
+    for a in attempts:
+        row = calls.get(a.candidate.kernel)
+        skeleton = library().get(str(row["role"]).removeprefix("port:")) if row else None
+        speedup = a.outcome.speedup
+        if row is None or skeleton is None or a.outcome.status.value != "ok" or speedup is None or speedup <= 1:
+            continue
+        if keep_winner(run.out / FOLDER, run.task, skeleton, row["fills"], speedup, run.config.run_id):
+            kept.append(a.candidate.kernel)
+    return kept
+
+
 def record_in_store(run: Run, result: RunResult, notice: Callable[[str], None]) -> None:
     """The attempts, now measured on a GPU, into the shared store (replacing their compile-only rows): the
     next GPU run of the task starts from their verdicts."""

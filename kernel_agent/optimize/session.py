@@ -17,6 +17,7 @@ from ..files import new_folder
 from ..recording import recording_path
 from ..seams import Attempt, Executor, Proposer, SearchState
 from ..skeletons import fitting
+from ..skeletons.winners import FOLDER as WINNERS_FOLDER
 from ..task import Task, load_task
 from .executors import CompileOnlyExecutor, ExecutorError, GpuExecutor, ReplayExecutor
 from .loop import RunResult, search
@@ -221,7 +222,8 @@ def _llm_proposer(run: Run, space: Space, notice: Callable[[str], None], url: st
                                  grammar=settings.grammar)
     assert llm_config is not None  # a model is named
     proposer = LLMProposer(LLMClient(llm_config), run.task, space, run.folder, generic=run.config.generic,
-                           arch=run.config.arch, notice=notice, small=settings.small)
+                           arch=run.config.arch, notice=notice, small=settings.small,
+                           winners=run.out / WINNERS_FOLDER)
     if run.config.time_limit_s is not None:  # no model call outlives the run's time limit
         proposer.deadline = time.monotonic() + run.config.time_limit_s
     return proposer

@@ -15,6 +15,8 @@ from .format import BLOCK_KINDS, BUILTINS, PLACEHOLDER, Skeleton, SkeletonError,
 
 _DIM_TOKEN = re.compile(r"\s*(?:(?P<name>[A-Za-z_]\w*)|(?P<int>\d+)|(?P<op>[-+*()]))")
 _FORBIDDEN = re.compile(r"__global__|#\s*include|\basm\b|\{\{")
+_MEMBER_VIA_OBJECT = re.compile(r"(?P<type>\b(?:float|int|unsigned|long long|bool)\s+)"
+                                r"[A-Za-z_]\w*\.(?P<name>[A-Za-z_]\w*)")
 _FUNCTION = re.compile(r"^\s*(?:__device__\s+|__forceinline__\s+|inline\s+|static\s+)*[\w:<>\s*&]+\([^)]*\)\s*\{")
 
 
@@ -31,7 +33,8 @@ class Instance:
 
 def normalize_fills(skeleton: Skeleton, fills: Mapping[str, str]) -> dict[str, str]:
     """The fills as they go into the code: trimmed; a body given as a whole function unwrapped; a body
-    that is a lone expression made `return EXPR;`; optional slots not given left empty."""
+    that is a lone expression made `return EXPR;`; a member declared through an object
+    (`float s.sum = 0.f;`) declared by its own name; optional slots not given left empty."""
     out = {}
     for slot in skeleton.slots:
         text = fills.get(slot.name, "").strip("\n")
@@ -39,6 +42,8 @@ def normalize_fills(skeleton: Skeleton, fills: Mapping[str, str]) -> dict[str, s
             text = _body(text)
         elif slot.kind in ("dim", "expr"):
             text = " ".join(text.split()).rstrip(";").strip()
+        elif slot.kind == "fields":
+            text = _MEMBER_VIA_OBJECT.sub(r"\g<type>\g<name>", text)
         out[slot.name] = text
     return out
 

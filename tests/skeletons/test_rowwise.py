@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from kernel_agent.skeletons import instantiate, library, parse_fills
+from kernel_agent.skeletons import instantiate, library, normalize_fills, parse_fills
 from kernel_agent.task import load_task
 from sandbox import compile_many, evaluate, parse_directives
 from tests.paths import ROOT
@@ -135,3 +135,8 @@ def test_the_row_partition_covers_each_column_once_and_valued_threads_come_first
         if tpr == 32:
             merged = butterfly([bool(h) for h in held], count)
             assert all(m == set(range(min(count, 32))) for m in merged)
+
+
+def test_a_state_member_declared_through_the_object_is_declared_by_its_name():
+    state = normalize_fills(library()["rowwise"], {"STATE": "float s.sum = 0.f;\nfloat s.m = -INFINITY; int n = 0;"})
+    assert state["STATE"] == "float sum = 0.f;\nfloat m = -INFINITY; int n = 0;"

@@ -8,7 +8,7 @@ the task's shapes decide (`skeletons/derive.py`: the row count, the input buffer
 are filled by kagent and shown as given; the model is asked only for the others, mostly the math.
 The answer is one fenced block per asked slot; a repair (`prompts/repair_port.j2`) sends back the
 fills with the evidence of the failure, naming the slot a compiler error lies in and the names in
-scope there, and keeps the slots the model does not resend.
+scope there (its arguments and the task's parameters), and keeps the slots the model does not resend.
 """
 
 from __future__ import annotations
@@ -193,15 +193,13 @@ _UNDEFINED = re.compile(r'identifier "(\w+)" is undefined')
 _SIGNATURE = re.compile(r"`[^`(]*\(([^)`]*)\)`")
 
 
-def in_scope(skeleton: Skeleton, task: Task, slot: str) -> list[str]:
-    """The names a body slot's code may use: the task's parameters, then the arguments its contract's
-    signature adds (`float combine(PARAMS, float acc, float v)`: acc, v)."""
+def slot_arguments(skeleton: Skeleton, slot: str) -> list[str]:
+    """The arguments a body slot's contract signature gives beside the task's parameters
+    (`float combine(PARAMS, float acc, float v)`: acc, v)."""
     found = skeleton.slot(slot)
     m = _SIGNATURE.search(found.contract) if found is not None else None
-    if m is None:
-        return list(task.params)
-    names = [part.split()[-1].lstrip("*&") for part in m.group(1).split(",") if part.strip()]
-    return list(dict.fromkeys(n for name in names for n in (task.params if name == "PARAMS" else [name])))
+    names = [part.split()[-1].lstrip("*&") for part in m.group(1).split(",") if part.strip()] if m else []
+    return [name for name in names if name != "PARAMS"]
 
 
 def repair_view(port: Port, failed: Attempt, task: Task) -> dict:
@@ -217,7 +215,8 @@ def repair_view(port: Port, failed: Attempt, task: Task) -> dict:
         view["slots_to_fix"] = [name for name in failing_slots(port, o) if name in asked]
         view["undefined"] = list(dict.fromkeys(_UNDEFINED.findall(view["log"])))
         if view["undefined"]:
-            view["scope"] = {name: in_scope(port.skeleton, task, name) for name in view["slots_to_fix"]
+            view["scope"] = {name: {"arguments": slot_arguments(port.skeleton, name), "params": list(task.params)}
+                             for name in view["slots_to_fix"]
                              if (slot := port.skeleton.slot(name)) is not None and slot.kind == "body"}
     elif o.status.value == "launch_error":
         size, directives, limit = launch_evidence(port.instance.source, o.message)

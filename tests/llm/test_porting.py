@@ -48,7 +48,8 @@ def test_a_naive_only_task_is_ported_and_a_broken_slot_repaired(tmp_path, no_gpu
     assert verdicts["llm1"] == "compile_error" and verdicts["llm2"] == "not_run"
     asked = repair["messages"][-1]["content"]
     assert repair["round"] == 1 and "The compiler's errors are in slot VALUE." in asked
-    assert 'No variable is named "w" there' in asked and "in VALUE: x, y, n, i" in asked  # the names in scope
+    assert 'No variable named "w" exists there' in asked  # and what does
+    assert "In VALUE, write it with VALUE's arguments (i) and the task's parameters (x, y, n)." in asked
     assert "OUT = `y`" in asked and "```OUT" not in asked  # kagent's fills are given, not the model's
     assert repair["kernel"] == "llm2" and repair["fills"]["OUT"] == "y"  # derived again from the shapes
     source = (run_dir / "llm_kernels" / "llm2.cu").read_text()

@@ -95,7 +95,8 @@ def contexts(task, source, search) -> dict[str, dict]:
         "repair_port": dict(task=task, skeleton=SKELETON, fills={"VALUE": "x[i]"},
                             failure={"status": "compile_error", "message": "1 error", "log": log,
                                      "slots_to_fix": ["VALUE"], "launch": None, "mismatch": None,
-                                     "undefined": ["q"], "scope": {"VALUE": ["x", "y", "n", "i"]}}),
+                                     "undefined": ["q"],
+                                     "scope": {"VALUE": {"arguments": ["i"], "params": ["x", "y", "n"]}}}),
     }
 
 
@@ -106,7 +107,8 @@ def test_the_port_prompts_show_contracts_and_the_fills_to_fix(contexts):
     assert "kagent fills these slots from the task's shapes (do not send them): OUT = `y`; N = `n`." in text
     repair = render("repair_port", **contexts["repair_port"])
     assert "The compiler's errors are in slot VALUE." in repair and "```VALUE\nx[i]\n```" in repair
-    assert 'No variable is named "q" there: use only the names in scope (in VALUE: x, y, n, i)' in repair
+    assert 'No variable named "q" exists there' in repair
+    assert "In VALUE, write it with VALUE's arguments (i) and the task's parameters (x, y, n)." in repair
     assert "Send the corrected block for VALUE" in repair and "```VALUE\n...\n```" in repair
 
 

@@ -34,6 +34,7 @@ from ..skeletons import (
     suite_task,
 )
 from ..skeletons.derive import derive, plan
+from ..skeletons.ranking import words_of
 from ..skeletons.winners import read_winner
 from ..task import Task
 from .answers import ParsedAnswer
@@ -88,22 +89,24 @@ def skeleton_view(skeleton: Skeleton, task: Task, shown: frozenset[str] = frozen
 def example_fill(skeleton: Skeleton, task: Task, folder: Path = EXAMPLES, winners: Path | None = None) -> dict | None:
     """The same skeleton filled for another task (a worked example): one of the suite's variants
     re-expressed (`folder`) or an earlier port measured fast (`winners`, `skeletons/winners.py`); one
-    that writes its outputs as this task must first, then one of the task's family, then the shortest.
-    It shows only the slots this task's model is asked for (the others kagent fills)."""
+    that writes its outputs as this task must first, then one of the task's family, then the one whose
+    name and description share the most words with the task's (softmax for log_softmax), then the
+    shortest. It shows only the slots this task's model is asked for (the others kagent fills)."""
     chosen = plan(skeleton, task)
+    words = words_of(f"{task.name} {task.description}")
     found = []
     for path in sorted(folder.glob("*.md")):
         other = suite_task(path.stem) if path.stem != task.name else None
         if other is not None and named_skeleton(path.read_text()) == skeleton.name:
             alike = plan(skeleton, other).unused == chosen.unused  # writes its outputs as this task must
             found.append(_example(chosen.asked, parse_fills(path.read_text(), skeleton).values, alike,
-                                  other.family == task.family, other.name, other.description))
+                                  other.family == task.family, other.name, other.description, words))
     for path in sorted(winners.glob("*.md")) if winners is not None and winners.is_dir() else []:
         won = read_winner(path, skeleton)
         if won is not None and won.task != task.name:
             alike = not any(won.fills.get(name, "").strip() for name in chosen.unused)
             found.append(_example(chosen.asked, won.fills, alike, won.family == task.family, won.task,
-                                  f"{won.description}; measured {won.speedup:.2f}x its naive kernel"))
+                                  f"{won.description}; measured {won.speedup:.2f}x its naive kernel", words))
     if not found:
         return None
     *_, example = min(found, key=lambda f: f[:-1])
@@ -111,11 +114,13 @@ def example_fill(skeleton: Skeleton, task: Task, folder: Path = EXAMPLES, winner
 
 
 def _example(asked: list[str], fills: Mapping[str, str], alike: bool, same_family: bool, name: str,
-             description: str) -> tuple[bool, bool, int, str, dict]:
-    """A candidate example with its sort key (alike first, then the family's, then the shortest)."""
+             description: str, words: set[str]) -> tuple[bool, bool, int, int, str, dict]:
+    """A candidate example with its sort key (alike first, then the family's, then the most words shared
+    with the task, then the shortest)."""
     shown = [slot for slot in asked if fills.get(slot, "").strip()]
     blocks = "\n\n".join(f"```{slot}\n{fills[slot].strip()}\n```" for slot in shown)
-    return (not alike, not same_family, len(blocks), name,
+    shared = len(words & words_of(f"{name} {description}"))
+    return (not alike, not same_family, -shared, len(blocks), name,
             {"task": name, "description": description, "fills": blocks, "slots": sorted(shown)})
 
 

@@ -21,12 +21,12 @@ STEM = 6  # words compared by their first letters: 'reduced' meets 'reduction', 
 SHAPE_BONUS = 2.0
 
 
-def _words(text: str) -> set[str]:
+def words_of(text: str) -> set[str]:
     return {w[:STEM] for w in re.findall(r"[a-z][a-z0-9]{2,}", text.lower().replace("_", " ")) if w not in COMMON}
 
 
-def _task_words(task: Task, reference: str) -> set[str]:
-    words = _words(f"{task.name} {task.description} {reference}")
+def _taskwords_of(task: Task, reference: str) -> set[str]:
+    words = words_of(f"{task.name} {task.description} {reference}")
     if any(len(out.shape) == 0 or list(out.shape) == [1] for out in task.outputs.values()):
         words.add("scalar")
     return words
@@ -39,9 +39,9 @@ def _ranks(fits: str) -> set[int]:
 
 def rank(task: Task, skeletons: Sequence[Skeleton], reference: str = "") -> list[Skeleton]:
     """`skeletons` best first (a stable sort: ties keep the library's order)."""
-    vocab = {s.name: _words(f"{s.name} {s.summary} {s.fits}") for s in skeletons}
+    vocab = {s.name: words_of(f"{s.name} {s.summary} {s.fits}") for s in skeletons}
     seen_in = Counter(w for words in vocab.values() for w in words)
-    wanted = _task_words(task, reference)
+    wanted = _taskwords_of(task, reference)
     main_rank = len(next(iter(task.inputs.values())).shape) if task.inputs else 0
 
     def score(skeleton: Skeleton) -> float:

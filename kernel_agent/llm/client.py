@@ -83,8 +83,11 @@ class LLMClient:
         end = began + self.call_limit_s(deadline)
         sent = [{**m, "content": redact(m["content"])} for m in messages]
         attempts = 0
+        # a seed of its own for each call (its HTTP retries keep it): a server that seeds every request
+        # alike (llama.cpp's) would give a re-ask the same answer, word for word, even when hotter
         sampling = {"temperature": self.config.temperature if temperature is None else temperature,
-                    "max_tokens": min(self.config.max_tokens, max_tokens or self.config.max_tokens)}
+                    "max_tokens": min(self.config.max_tokens, max_tokens or self.config.max_tokens),
+                    "seed": self.calls + 1}
         extra = request_fields(self.config.grammar, grammar)
 
         def attempt() -> Reply:
@@ -169,7 +172,7 @@ class LLMClient:
         with self._client.chat.completions.with_streaming_response.create(
                 model=self.config.model, messages=cast("list[ChatCompletionMessageParam]", messages),
                 temperature=sampling["temperature"], max_tokens=int(sampling["max_tokens"]),
-                timeout=timeout_s, extra_body=extra or None) as response:
+                seed=int(sampling["seed"]), timeout=timeout_s, extra_body=extra or None) as response:
             try:
                 body = read_capped(_until_cancelled(response.iter_bytes(), cancelled))
             except (MalformedResponse, Cancelled):

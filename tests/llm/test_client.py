@@ -19,7 +19,7 @@ from tests.llm.fake_server import (
     status,
     truncated,
 )
-from tests.llm.support import MESSAGES, client_for, free_port
+from tests.llm.support import MESSAGES, Recorder, client_for, free_port
 
 # ---- answers
 
@@ -315,3 +315,12 @@ def test_a_local_server_is_waited_for_longer_unless_told_otherwise(tmp_path):
 def test_small_model_prompts_follow_the_models_size(model, url, small):
     from kernel_agent.llm.settings import is_small_model
     assert is_small_model(model, url) is small
+
+
+def test_each_call_has_a_seed_of_its_own_so_a_re_ask_can_differ():
+    with FakeOpenAI([answer("a"), answer("b")]) as server:
+        client = client_for(server.base_url, Recorder(), api_key="k", max_attempts=1)
+        client.complete(MESSAGES)
+        client.complete(MESSAGES, temperature=0.7)
+        seeds = [body["seed"] for body in server.requests]
+    assert seeds == [1, 2]

@@ -49,3 +49,4 @@ def test_the_client_sends_a_grammar_only_to_a_server_that_takes_one(dialect, fie
     assert sent == ({field} if field else set())
     if field:
         assert body[field] == "root ::= \"x\""
+

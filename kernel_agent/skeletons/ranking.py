@@ -1,7 +1,9 @@
 """Which fitting skeleton to port first: the one whose `summary` and `fits` lines share the most
 telling words with the task (its name, description and NumPy reference), words that few skeletons
-use weighing most, plus the task's shape: a scalar output, and the main input's rank against the
-shape tuples the `fits` line names (`(N, C, H, W)` for a 4-D input)."""
+use weighing most, plus the task's shape: a scalar output, the main input's rank against the
+shape tuples the `fits` line names (`(N, C, H, W)` for a 4-D input), and whether the task's shapes
+read as the skeleton's pattern (`derive.py` fills a slot from them: a row sum's output of one value a
+row reads as rowwise, not as a row scan, whose output has the input's shape)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from ..task import Task
+from .derive import derive
 from .format import Skeleton
 
 COMMON = frozenset(re.findall(r"\w+", """
@@ -25,7 +28,7 @@ def words_of(text: str) -> set[str]:
     return {w[:STEM] for w in re.findall(r"[a-z][a-z0-9]{2,}", text.lower().replace("_", " ")) if w not in COMMON}
 
 
-def _taskwords_of(task: Task, reference: str) -> set[str]:
+def _task_words(task: Task, reference: str) -> set[str]:
     words = words_of(f"{task.name} {task.description} {reference}")
     if any(len(out.shape) == 0 or list(out.shape) == [1] for out in task.outputs.values()):
         words.add("scalar")
@@ -41,12 +44,13 @@ def rank(task: Task, skeletons: Sequence[Skeleton], reference: str = "") -> list
     """`skeletons` best first (a stable sort: ties keep the library's order)."""
     vocab = {s.name: words_of(f"{s.name} {s.summary} {s.fits}") for s in skeletons}
     seen_in = Counter(w for words in vocab.values() for w in words)
-    wanted = _taskwords_of(task, reference)
+    wanted = _task_words(task, reference)
     main_rank = len(next(iter(task.inputs.values())).shape) if task.inputs else 0
 
     def score(skeleton: Skeleton) -> float:
         shared = wanted & vocab[skeleton.name]
         words = sum(math.log((1 + len(skeletons)) / seen_in[w]) for w in shared)
-        return words + (SHAPE_BONUS if main_rank in _ranks(skeleton.fits) else 0.0)
+        shaped = SHAPE_BONUS if derive(skeleton, task).fills else 0.0
+        return words + (SHAPE_BONUS if main_rank in _ranks(skeleton.fits) else 0.0) + shaped
 
     return sorted(skeletons, key=score, reverse=True)

@@ -13,6 +13,8 @@ from ..files import write_atomic
 from ..llm.proposer import redacted
 from ..llm.tallies import calls_of, read_rows
 from ..seams import Attempt
+from ..skeletons import library
+from ..skeletons.winners import FOLDER, keep_winner
 from .store import Store
 
 if TYPE_CHECKING:  # annotations only: measure.py imports this module
@@ -48,9 +50,6 @@ def log_results(folder: Path, attempts: list[Attempt]) -> None:
 def keep_port_winners(run: Run, attempts: list[Attempt]) -> list[str]:
     """The fills of each ported kernel measured correct and faster than the baseline, kept for later
     ports (`skeletons/winners.py`); returns the kernels kept."""
-    from ..skeletons import library
-    from ..skeletons.winners import FOLDER, keep_winner
-
     calls = {row["kernel"]: row for row in calls_of(read_rows(run.folder / "trajectory.jsonl")).values()
              if row.get("kernel") and row.get("fills") and str(row.get("role", "")).startswith("port:")}
     kept = []

@@ -96,10 +96,11 @@ def example_fill(skeleton: Skeleton, task: Task, folder: Path = EXAMPLES, winner
     words = words_of(f"{task.name} {task.description}")
     found = []
     for path in sorted(folder.glob("*.md")):
-        other = suite_task(path.stem) if path.stem != task.name else None
-        if other is not None and named_skeleton(path.read_text()) == skeleton.name:
+        text = path.read_text()
+        other = suite_task(path.stem) if path.stem != task.name and named_skeleton(text) == skeleton.name else None
+        if other is not None:
             alike = plan(skeleton, other).unused == chosen.unused  # writes its outputs as this task must
-            found.append(_example(chosen.asked, parse_fills(path.read_text(), skeleton).values, alike,
+            found.append(_example(chosen.asked, parse_fills(text, skeleton).values, alike,
                                   other.family == task.family, other.name, other.description, words))
     for path in sorted(winners.glob("*.md")) if winners is not None and winners.is_dir() else []:
         won = read_winner(path, skeleton)
@@ -163,9 +164,8 @@ _STORE = re.compile(r"^\s*(?P<out>[A-Za-z_]\w*)\s*\[[^\]]*\]\s*=\s*(?P<value>[^;
 def returning(skeleton: Skeleton, task: Task, name: str, fill: str) -> str:
     """A fill of a slot that returns a value (`float value(...)`) but that stores it into an output
     instead (`y[i] = v * 2.f;` as its last statement, no `return`) returns it: the skeleton stores it."""
-    slot = skeleton.slot(name)
-    m = _SIGNATURE_TYPE.search(slot.contract) if slot is not None and slot.kind == "body" else None
-    if m is None or m.group(1) == "void":
+    signature = _signature(skeleton, name)
+    if signature is None or signature[0] == "void":
         return fill
     body = normalize_fills(skeleton, {name: fill})[name]
     lines = body.rstrip().splitlines()
@@ -193,18 +193,25 @@ def failing_slots(port: Port, outcome: Outcome) -> list[str]:
     return list(dict.fromkeys(s for line in lines if (s := port.instance.slot_at(line)) is not None))
 
 
-_SIGNATURE_TYPE = re.compile(r"^`(?:const\s+)?([A-Za-z_]\w*)[\s*&]*\w+\(")
 _UNDEFINED = re.compile(r'identifier "(\w+)" is undefined')
-_SIGNATURE = re.compile(r"`[^`(]*\(([^)`]*)\)`")
+_SIGNATURE = re.compile(r"^`(?:const\s+)?(?P<type>[A-Za-z_]\w*)[\s*&]*\w+\((?P<args>[^)`]*)\)`")
+
+
+def _signature(skeleton: Skeleton, name: str) -> tuple[str, list[str]] | None:
+    """A body slot's function as its contract opens with it (`float combine(PARAMS, float acc,
+    float v)`): its return type and its argument names, PARAMS among them; None for other slots."""
+    slot = skeleton.slot(name)
+    m = _SIGNATURE.match(slot.contract) if slot is not None and slot.kind == "body" else None
+    if m is None:
+        return None
+    return m.group("type"), [part.split()[-1].lstrip("*&") for part in m.group("args").split(",") if part.strip()]
 
 
 def slot_arguments(skeleton: Skeleton, slot: str) -> list[str]:
     """The arguments a body slot's contract signature gives beside the task's parameters
     (`float combine(PARAMS, float acc, float v)`: acc, v)."""
-    found = skeleton.slot(slot)
-    m = _SIGNATURE.search(found.contract) if found is not None else None
-    names = [part.split()[-1].lstrip("*&") for part in m.group(1).split(",") if part.strip()] if m else []
-    return [name for name in names if name != "PARAMS"]
+    signature = _signature(skeleton, slot)
+    return [name for name in signature[1] if name != "PARAMS"] if signature else []
 
 
 def repair_view(port: Port, failed: Attempt, task: Task) -> dict:

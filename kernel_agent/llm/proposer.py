@@ -28,7 +28,7 @@ from sandbox import KernelError, Outcome, Status, redact
 from ..optimize.space import Space
 from ..seams import Attempt, Candidate, ChatModel, Plan, Proposal, SearchState
 from ..skeletons import library
-from ..skeletons.winners import keep_winner
+from ..skeletons.winners import keep_if_winner
 from ..task import Task
 from .answers import ParsedAnswer, kernel_files, parse_answer
 from .context import Extras, parent_view, prompt_context, repair_context
@@ -249,10 +249,9 @@ class LLMProposer:
             outcome: Outcome = attempt.outcome
             if outcome.status not in (Status.ok, Status.not_run):
                 self.repairs.append(attempt)
-            if (origin.port is not None and self.winners is not None and outcome.status is Status.ok
-                    and outcome.speedup is not None and outcome.speedup > 1):
-                keep_winner(self.winners, self.task, origin.port.skeleton, origin.port.fills, outcome.speedup,
-                            self.run_dir.name)
+            if origin.port is not None and self.winners is not None:
+                keep_if_winner(self.winners, self.task, origin.port.skeleton, origin.port.fills, outcome,
+                               self.run_dir.name)
             if (origin.call, attempt.number) not in self._logged_results:
                 self._logged_results.add((origin.call, attempt.number))
                 self._log({"type": "result", "call": origin.call, "kernel": attempt.candidate.kernel,

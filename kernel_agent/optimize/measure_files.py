@@ -14,7 +14,7 @@ from ..llm.proposer import redacted
 from ..llm.tallies import calls_of, read_rows
 from ..seams import Attempt
 from ..skeletons import library
-from ..skeletons.winners import FOLDER, keep_winner
+from ..skeletons.winners import FOLDER, keep_if_winner
 from .store import Store
 
 if TYPE_CHECKING:  # annotations only: measure.py imports this module
@@ -56,10 +56,8 @@ def keep_port_winners(run: Run, attempts: list[Attempt]) -> list[str]:
     for a in attempts:
         row = calls.get(a.candidate.kernel)
         skeleton = library().get(str(row["role"]).removeprefix("port:")) if row else None
-        speedup = a.outcome.speedup
-        if row is None or skeleton is None or a.outcome.status.value != "ok" or speedup is None or speedup <= 1:
-            continue
-        if keep_winner(run.out / FOLDER, run.task, skeleton, row["fills"], speedup, run.config.run_id):
+        if row is not None and skeleton is not None and \
+                keep_if_winner(run.out / FOLDER, run.task, skeleton, row["fills"], a.outcome, run.config.run_id):
             kept.append(a.candidate.kernel)
     return kept
 

@@ -172,9 +172,6 @@ def _rowwise(shapes: _Shapes, known: dict[str, str]) -> Derived:
         needed.add("MAP")
         if len(axes) <= 2:
             fills.update(ROWS=product(axes[:-1]), COLS=axes[-1])
-        cols = fills.get("COLS", known.get("COLS"))
-        if cols is not None and len(mapped) == 1:
-            fills["OUT_ROW"] = f"{mapped[0]} + row * {_operand(cols)}"
     elif not mapped and rows_out:
         unused.update(("OUT_ROW", "MAP"))
         needed.add("FINISH")
@@ -185,6 +182,8 @@ def _rowwise(shapes: _Shapes, known: dict[str, str]) -> Derived:
     cols = fills.get("COLS", known.get("COLS"))
     if cols is not None:
         fills["IN_ROW"] = f"{name} + row * {_operand(cols)}"
+        if len(mapped) == 1 and not rows_out:
+            fills["OUT_ROW"] = f"{mapped[0]} + row * {_operand(cols)}"
     return Derived(fills, frozenset(unused), frozenset(needed))
 
 

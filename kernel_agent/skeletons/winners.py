@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from sandbox import Outcome, Status
+
 from ..files import write_atomic
 from ..task import Task
 from .fills import named_skeleton, parse_fills
@@ -56,6 +58,15 @@ def read_winner(path: Path, skeleton: Skeleton) -> Winner | None:
         return None
     return Winner(head.get("task") or path.stem, head.get("family") or None, head.get("description", ""), speedup,
                   skeleton.name, parse_fills(text, skeleton).values)
+
+
+def keep_if_winner(folder: Path, task: Task, skeleton: Skeleton, fills: Mapping[str, str], outcome: Outcome,
+                   run: str) -> bool:
+    """Keep the fills of a ported kernel whose `outcome` is correct and faster than the baseline (a GPU
+    run's, or `kagent measure`'s), unless a faster one is kept already; True if written."""
+    if outcome.status is not Status.ok or outcome.speedup is None or outcome.speedup <= 1:
+        return False
+    return keep_winner(folder, task, skeleton, fills, outcome.speedup, run)
 
 
 def keep_winner(folder: Path, task: Task, skeleton: Skeleton, fills: Mapping[str, str], speedup: float,

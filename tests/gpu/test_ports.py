@@ -7,16 +7,14 @@ kernel at the timed size. The side-by-side speed comparisons are `kagent bench` 
 import json
 
 import pytest
-from typer.testing import CliRunner
 
 from kernel_agent.check import check
-from kernel_agent.cli import app
 from kernel_agent.skeletons import LIBRARY, library, port
 from kernel_agent.skeletons.winners import read_winner
 from kernel_agent.task import discover, load_task
 from sandbox import Settings, Status
-from tests.llm.fake_server import FakeOpenAI, answer
-from tests.llm.test_optimize_llm import config_file
+from tests.llm.fake_server import answer
+from tests.llm.test_porting import run
 from tests.paths import ROOT
 
 pytestmark = pytest.mark.gpu
@@ -48,14 +46,7 @@ def test_a_port_measured_fast_is_kept_for_later_ports(tmp_path):
     endpoint) become a kernel that is checked, timed and, faster than the naive kernel, kept in
     OUT/ported/ for the ports of other tasks."""
     fill = (ROOT / "tests" / "data" / "ports" / "softplus.md").read_text()
-    config = config_file(tmp_path, timeout_s=30.0, max_attempts=1)
-    with FakeOpenAI([answer(fill)]) as server:
-        result = CliRunner().invoke(app, [
-            "optimize", str(ROOT / "tasks" / "naive" / "softplus.yaml"), "--out", str(tmp_path / "out"),
-            "--budget", "4", "--no-warm-start", "--executor", "gpu", "--llm", "test-model",
-            "--llm-base-url", server.base_url], env={"KAGENT_CONFIG": str(config), "OPENAI_API_KEY": ""})
-    assert result.exit_code == 0, result.output
-    (run_dir,) = (tmp_path / "out" / "softplus").iterdir()
+    _, run_dir, _, _ = run(tmp_path, [answer(fill)], "--executor", "gpu")
     rows = [json.loads(line) for line in (run_dir / "trajectory.jsonl").read_text().splitlines()]
     verdict = next(r for r in rows if r["type"] == "result" and r["kernel"] == "llm1")
     assert verdict["status"] == "ok" and verdict["speedup"] > 1

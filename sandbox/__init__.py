@@ -26,6 +26,7 @@ from .launch import LaunchPlanError, plan, plan_program
 from .limits import CompileLimits
 from .outcome import (
     SUSPECT,
+    BadValue,
     KernelResources,
     Mismatch,
     Outcome,
@@ -56,6 +57,7 @@ __all__ = [
     "SPECIALISTS",
     "SUSPECT",
     "SUSPECT_FRACTION",
+    "BadValue",
     "BaselineFailed",
     "Buffer",
     "Built",

@@ -8,9 +8,10 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .dtypes import lookup, to_values
-from .outcome import Mismatch
+from .outcome import BadValue, Mismatch
 from .problem import Buffer
 
+FIRST_BAD = 6  # wrong elements listed in a mismatch (a person reads the pattern: every other one, a tail...)
 CHUNK = 1 << 20  # elements per piece of the fast pass: a few MiB of float64 temporaries, cache-sized
 _POOL = ThreadPoolExecutor(max_workers=min(16, os.cpu_count() or 1))  # NumPy releases the GIL per piece
 
@@ -28,6 +29,21 @@ def same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
     if a64.size <= CHUNK:
         return np.array_equal(a64, b64)
     return all(_POOL.map(lambda s: np.array_equal(a64[s], b64[s]), _pieces(a64.size)))
+
+
+def differing(runs: list[dict[str, np.ndarray]], shown: int = 4) -> str:
+    """Which elements differ between the first run and the first later run that differs from it: the
+    evidence of a race."""
+    for later in runs[1:]:
+        for name, first in runs[0].items():
+            if same_bytes(first, later[name]):
+                continue
+            width = first.dtype.itemsize
+            changed = first.reshape(-1).view(np.uint8) != later[name].reshape(-1).view(np.uint8)
+            bad = np.flatnonzero(changed.reshape(-1, width).any(axis=1))
+            where = ", ".join(str(int(i)) for i in bad[:shown]) + (", ..." if bad.size > shown else "")
+            return f"{bad.size} of {first.size} elements of {name} (flat index {where})"
+    return "no output differs byte for byte"
 
 
 def compare(buffer: Buffer, got_storage: np.ndarray, expected: np.ndarray) -> Mismatch | None:
@@ -94,6 +110,8 @@ def _detailed(buffer: Buffer, got_storage: np.ndarray, expected: np.ndarray) -> 
     if count == 0:
         return None
     first = int(np.argmax(bad))
+    shape = tuple(buffer.shape) or (1,)
+    listed = [int(i) for i in np.flatnonzero(bad[: first + (1 << 16)])[:FIRST_BAD]]
     finite = errors[np.isfinite(errors)]
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = errors / np.abs(ref)
@@ -103,8 +121,10 @@ def _detailed(buffer: Buffer, got_storage: np.ndarray, expected: np.ndarray) -> 
         max_abs_error=float(finite.max()) if finite.size else float("nan"),
         max_rel_error=float(finite_rel.max()) if finite_rel.size else float("nan"),
         mismatch_fraction=count / bad.size,
-        first_bad_index=[int(i) for i in np.unravel_index(first, tuple(buffer.shape) or (1,))],
+        first_bad_index=[int(i) for i in np.unravel_index(first, shape)],
         expected=float(ref[first]),
         got=float(got[first]),
+        first_bad=[BadValue(index=[int(i) for i in np.unravel_index(flat, shape)], expected=float(ref[flat]),
+                            got=float(got[flat])) for flat in listed],
         detail=f"{count} of {bad.size} elements differ{unwritten}",
     )

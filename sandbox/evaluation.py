@@ -137,7 +137,7 @@ class Evaluation:
         return {n: b.download() for n, b in buffers.items() if b.spec.role == "output"}
 
     def launch_all(self, program, functions, index, buffers) -> None:
-        self.beat("launch", self.s.launch_timeout_s)
+        self.beat(f"the launch at {self.req.sizes[index].label}", self.s.launch_timeout_s)  # a hang names its size
         with cuda_errors():
             for launch, function in zip(program.launches[index], functions):
                 args = tuple(

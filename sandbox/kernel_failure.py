@@ -11,7 +11,7 @@ import cupy as cp
 import numpy as np
 
 from .classify import classify_cuda_error
-from .compare import same_bytes
+from .compare import differing, same_bytes
 from .outcome import Mismatch, Status
 
 
@@ -30,7 +30,7 @@ def failure_class(runs: list[dict], same: bool, message: str) -> tuple[Status, s
     if all(identical(runs[1], r) for r in runs[2:]):
         return Status.wrong_result, (f"{message}; the first launch differs from later ones "
                                      "(state kept between launches?)")
-    return Status.nondeterministic, f"{message}; outputs differ between identical runs (a race?)"
+    return Status.nondeterministic, f"{message}; outputs differ between identical runs (a race?): {differing(runs)}"
 
 
 def identical(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:

@@ -32,6 +32,14 @@ class KernelResources(BaseModel):
     static_smem_bytes: int = 0
 
 
+class BadValue(BaseModel):
+    """One wrong element: where (an index per dim), what the reference holds, what the kernel wrote."""
+
+    index: list[int]
+    expected: float
+    got: float
+
+
 class Mismatch(BaseModel):
     """Where and how badly a kernel went wrong."""
 
@@ -45,6 +53,7 @@ class Mismatch(BaseModel):
     first_bad_index: list[int] | None = None
     expected: float | None = None
     got: float | None = None
+    first_bad: list[BadValue] = Field(default_factory=list, description="the first few wrong elements, in order")
     detail: str = ""
 
 

@@ -64,6 +64,9 @@ def optimize(
     recording: Path | None = typer.Option(None,
                                           help="Recorded sweep to replay [default: tasks/recordings/h200/TASK.json]."),
     fix: list[str] = typer.Option([], "--fix", help="Pin a knob, NAME=VALUE (repeatable)."),
+    kernel: list[Path] = typer.Option([], "--kernel",
+                                      help="A kernel file to search from beside the task's own (repeatable), e.g. "
+                                           "one fixed in `kagent repair`; the run keeps a copy."),
     resume: str | None = typer.Option(None, help="Continue an interrupted run: its folder or run id."),
     out: Path = typer.Option(Path("results"),
                              help="Folder for runs (OUT/TASK/RUN/), the attempt store and learned policies."),
@@ -109,6 +112,8 @@ def optimize(
     run_dir, created = None, False
     try:
         if resume:
+            if kernel:
+                fail(2, "--kernel starts a new run; a resumed run keeps the kernels it started with")
             run = resume_run(out, resume)
             run_dir, config = run.folder, run.config
             llm_url = _resumed(config, budget, time_limit, no_llm, llm, llm_base_url, llm_budget, llm_timeout,
@@ -122,7 +127,7 @@ def optimize(
             options = OptimizeOptions(task_file=task_file, out=out, strategy=strategy, seed=seed,
                                       budget=40 if budget is None else budget, batch=batch, executor=executor,
                                       recording=recording, time_limit_s=time_limit, warm_start=warm_start,
-                                      device=device, pins=knob_pairs(fix), llm=llm_settings)
+                                      device=device, pins=knob_pairs(fix), llm=llm_settings, kernels=kernel)
             run = new_run(options, notice)
             run_dir, config, created = run.folder, run.config, True
         with run_progress(console, config.task, config.executor, config.budget) as line:

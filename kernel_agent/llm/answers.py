@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from sandbox import DirectiveError, parse_directives
 
 from .edits import SEARCH_LINE, apply_edit, split_edits, squash
+from .fragments import merge
 
 CODE_TAGS = {"", "cuda", "cu", "cuh", "c++", "cpp", "cxx", "cc", "c", "h", "hpp"}
 
@@ -33,7 +34,7 @@ UNCLOSED_FENCE = ("the ``` code block was never closed and the kernel in it is i
 @dataclass
 class ParsedAnswer:
     source: str | None  # the new full kernel file, or None if nothing usable
-    kind: str  # "file" | "edits" | "none": what the answer held
+    kind: str  # "file" | "fragment" (functions of the parent) | "edits" | "none": what the answer held
     feedback: str  # empty when fine; else actionable text for the model
     edits_applied: int = 0
     directives_reattached: bool = False  # the model dropped the directives; the parent's were put back
@@ -109,7 +110,7 @@ def _from_fences(text: str, parent: str, finished: bool) -> ParsedAnswer:
     opening = next(((i, m) for i, line in enumerate(lines) if (m := _FENCE_OPEN.match(line))), None)
     if opening is not None and not opening[1].group("tag") \
             and (bare := _bare_kernel("\n".join(lines[:opening[0]]))):  # code, then only a closing ```
-        return _finish(bare, parent, "file", 0)
+        return _file(bare, parent)
     fences = _split_fences(text)
     code = [f for f in fences if f.tag.lower() in CODE_TAGS]
     # an answer that stopped by itself may leave its last block open: the block ends with the answer
@@ -118,14 +119,20 @@ def _from_fences(text: str, parent: str, finished: bool) -> ParsedAnswer:
     if cut is not None and ("__global__" in cut.body or not kernels):
         return ParsedAnswer(None, "none", CUT_OFF_FENCE if not finished else UNCLOSED_FENCE)
     if kernels:
-        return _finish(max(kernels, key=lambda f: len(f.body)).body, parent, "file", 0)
+        return _file(max(kernels, key=lambda f: len(f.body)).body, parent)
     if not fences and finished and (bare := _bare_kernel(text)):
-        return _finish(bare, parent, "file", 0)
+        return _file(bare, parent)
     if code:
         return ParsedAnswer(None, "none", (
             "the code block has no __global__ function: send the whole kernel file (directives, helpers and "
             "the __global__ entry) in one ```cuda block, or SEARCH/REPLACE edits against the parent kernel"))
     return ParsedAnswer(None, "none", NO_CODE)
+
+
+def _file(code: str, parent: str) -> ParsedAnswer:
+    """A kernel file, or a fragment of the parent (its changed functions only: `fragments.merge`)."""
+    merged = merge(code, parent)
+    return _finish(code, parent, "file", 0) if merged is None else _finish(merged, parent, "fragment", 0)
 
 
 def _balanced(code: str) -> bool:

@@ -61,11 +61,18 @@ def _shared(extras: Extras, source: str) -> dict:
 
 def repair_context(task: Task, space: Space, state: SearchState, failed: Attempt, extras: Extras) -> dict:
     """Variables of the repair prompt for a failed attempt (each template takes what it needs)."""
-    o = failed.outcome
     source = space.kernels[failed.candidate.kernel].kernel.source
-    context = {"task": task_context(task), "source": source, "knobs": failed.candidate.values, "message": o.message,
-               **_shared(extras, source)}
-    context.pop("earlier")
+    return failure_context(task, source, failed.candidate.values, failed.outcome, extras.small, extras.example)
+
+
+def failure_context(task: Task, source: str, knobs: dict[str, str], outcome: Outcome, small: bool,
+                    example: Example | None = None, explain: bool = False) -> dict:
+    """Variables of the `repair_{status}.j2` prompts: the kernel file as checked (the compiler's line
+    numbers refer to it), its knob values, and the evidence its failure class has. `explain`: ask for
+    the cause in words, not for a fix."""
+    o = outcome
+    context = {"task": task_context(task), "source": source, "knobs": knobs, "message": o.message, "small": small,
+               "short": len(source.splitlines()) <= SHORT_FILE_LINES, "example": example, "explain": explain}
     status = o.status.value
     if status == "compile_error":
         context.pop("message")
@@ -79,12 +86,15 @@ def repair_context(task: Task, space: Space, state: SearchState, failed: Attempt
             for r in o.resources) or "not reported"
     elif status == "wrong_result":
         context["mismatch"] = o.mismatch.model_dump() if o.mismatch else _no_mismatch()
+        context["passed"] = o.sizes_checked
     else:
-        context["size"] = o.mismatch.size if o.mismatch and o.mismatch.size else ", ".join(o.sizes_checked[-1:]) \
-            or "unknown"
+        hung = _HUNG_AT.search(o.message)  # a hang is killed "during the launch at SIZE"
+        context["size"] = o.mismatch.size if o.mismatch and o.mismatch.size else hung.group(1) if hung else \
+            "unknown"
     return context
 
 
+_HUNG_AT = re.compile(r"during the launch at ([^:]+):")
 _LAUNCH_FAILURE = re.compile(
     r"^at (?P<size>[^:]+): (?P<entry>\w+)(?:: | )(?P<what>grid|block|smem|dynamic shared|parameter)?")
 LIMITS = {
@@ -152,4 +162,5 @@ def _roofline(state: SearchState) -> str | None:
 
 def _no_mismatch() -> dict:
     return {"size": "", "phase": "", "output": "", "max_abs_error": None, "max_rel_error": None,
-            "mismatch_fraction": None, "first_bad_index": None, "expected": None, "got": None, "detail": ""}
+            "mismatch_fraction": None, "first_bad_index": None, "expected": None, "got": None, "first_bad": [],
+            "detail": ""}

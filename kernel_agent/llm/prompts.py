@@ -114,16 +114,23 @@ def dtypes_summary(task: Any) -> str:
     return "\n".join(lines)
 
 
-def source_excerpts(source: str, log: str, context: int = 3) -> list[str]:
-    """Numbered source lines around each error line the log names (error lines marked `>>`)."""
-    lines = source.replace("\r\n", "\n").split("\n")
+def error_lines(source: str, log: str) -> dict[int, list[str]]:
+    """The lines of the kernel file the compiler log names, with their messages (NVRTC's headers skipped)."""
+    count = len(source.replace("\r\n", "\n").split("\n"))
     errors: dict[int, list[str]] = {}
     for raw in log.splitlines():
         match = _ERROR_LINE.match(raw.strip())
         if match and not match.group("file").startswith("__nv"):
             number = int(match.group("line"))
-            if 1 <= number <= len(lines):
+            if 1 <= number <= count:
                 errors.setdefault(number, []).append(match.group("message").strip())
+    return errors
+
+
+def source_excerpts(source: str, log: str, context: int = 3) -> list[str]:
+    """Numbered source lines around each error line the log names (error lines marked `>>`)."""
+    lines = source.replace("\r\n", "\n").split("\n")
+    errors = error_lines(source, log)
     windows = _merge_windows(sorted(errors), context, len(lines))[:_MAX_EXCERPTS]
     return [_excerpt(lines, start, end, errors) for start, end in windows]
 

@@ -104,7 +104,7 @@ class LLMProposer:
         context = prompt_context(self.task, self.space, state, plan.parent, self._extras(state))
         source = context["parent_source"]
         return self._ask(render(plan.prompt, **context), plan.role, 0, plan.parent, _file_reader(source),
-                         context["short"], grammar=self._kernel_grammar(context["short"]))
+                         context["short"], grammar=self._kernel_grammar())
 
     def _port(self, state: SearchState, plan: Plan) -> Proposal | None:
         """Ask for the slot fills of the plan's skeleton (`plan.role`); the kernel is assembled here."""
@@ -141,7 +141,7 @@ class LLMProposer:
             # the file as written: the compiler's line numbers refer to it
             return self._ask(render(template, **context), origin.role, origin.round + 1, failed.candidate,
                              _file_reader(context["source"]), context["short"],
-                             grammar=self._kernel_grammar(context["short"]))
+                             grammar=self._kernel_grammar())
         return None
 
     def _repair_port(self, origin: Origin, port: Port, failed: Attempt) -> Proposal | None:
@@ -158,10 +158,10 @@ class LLMProposer:
         return self._ask(render("repair_port.j2", **context), origin.role, origin.round + 1, failed.candidate,
                          lambda text, finished, _earlier: read(text, finished), short=True, grammar=grammar)
 
-    def _kernel_grammar(self, short: bool) -> str | None:
-        """A small model asked for a whole file answers with one ```cuda block (where the server
-        decodes under a grammar): never prose alone."""
-        return KERNEL_GRAMMAR if self.small and short else None
+    def _kernel_grammar(self) -> str | None:
+        """A small model answers with one ```cuda block, a whole file or the functions it changes (where
+        the server decodes under a grammar): never prose alone, never SEARCH/REPLACE it cannot quote."""
+        return KERNEL_GRAMMAR if self.small else None
 
     def _ask(self, prompt: str, role: str, round_: int, parent: Candidate, read: Reader,
              short: bool, grammar: str | None = None) -> Proposal | None:

@@ -25,7 +25,7 @@ from .knowledge import KnowledgeBase
 from .loop import RunResult, add_attempt, batches_of, kept_verdicts, learn_earlier, reward_batch
 from .measure_files import ORIGINAL_JOURNAL, keep_originals, keep_port_winners, log_results, record_in_store
 from .run_report import write_outputs
-from .session import Run, pin_knobs
+from .session import Run, run_space
 from .space import Space
 from .store import Journal, JournalError
 from .strategies.agent import AgentStrategy
@@ -145,8 +145,7 @@ def rebuild_space(run: Run, attempts: list[Attempt]) -> Space:
     """The run's space as `session.execute` made it, plus the LLM kernels the journal names (in the order
     they were written) from llm_kernels/; every attempt still to measure must fit it."""
     config = run.config
-    space = Space.of_task(run.task, generic=config.generic)
-    pin_knobs(space, config.pins)
+    space = run_space(run)
     written = {a.candidate.kernel for a in attempts} - set(space.kernels)
     for label in sorted(written, key=lambda s: [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", s)]):
         path = run.folder / "llm_kernels" / f"{label}.cu"

@@ -52,6 +52,8 @@ class RunConfig(BaseModel):
     generic: bool = True
     pins: dict[str, str] = Field(default_factory=dict)
     llm: LLMSettings | None = None
+    given: list[str] = Field(default_factory=list, description="labels of the kernel files given with --kernel "
+                                                                "(kept in the run folder's given/)")
     measured_on: str | None = Field(None, description="a compile-only run measured afterwards (`kagent measure`): "
                                                       "on this GPU (its name and architecture)")
     measured_at: str | None = Field(None, description="when `kagent measure` finished (local time, ISO 8601)")

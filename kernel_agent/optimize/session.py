@@ -4,6 +4,8 @@ and handed along; the executor, strategy, policies, model and store are made her
 from __future__ import annotations
 
 import copy
+import re
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -11,7 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from sandbox import GpuWorker, Settings, detect_arch, target_arch
+from sandbox import DirectiveError, GpuWorker, KernelError, Settings, detect_arch, load_kernel, target_arch
 
 from ..files import new_folder
 from ..recording import recording_path
@@ -29,6 +31,9 @@ from .store import Store
 from .strategies import STRATEGIES, make_strategy
 
 EXECUTORS = ("auto", "gpu", "replay", "compile-only")
+
+
+GIVEN = "given"  # the run folder's copies of the --kernel files
 
 
 class OptimizeInputError(ValueError):
@@ -51,6 +56,7 @@ class OptimizeOptions(BaseModel):
     device: int = 0
     pins: dict[str, str] = Field(default_factory=dict)
     llm: LLMSettings | None = None
+    kernels: list[Path] = Field(default_factory=list, description="kernel files to start from beside the task's")
 
 
 @dataclass
@@ -102,13 +108,46 @@ def new_run(options: OptimizeOptions, notice: Callable[[str], None] = print) -> 
         arch="sm_90" if executor == "replay" else target_arch(), strategy=options.strategy, seed=options.seed,
         budget=options.budget, batch=options.batch, executor=executor, recording=str(rec) if rec else None,
         time_limit_s=options.time_limit_s, warm_start=options.warm_start, generic=executor == "gpu",
-        pins=dict(options.pins), llm=options.llm)
+        pins=dict(options.pins), llm=options.llm, given=_given_labels(task, options.kernels))
+    for path in options.kernels:
+        try:
+            load_kernel(path, include_roots=task.kernel_folders())  # as the run will: a copy, beside nothing
+        except (KernelError, DirectiveError) as exc:
+            raise OptimizeInputError(f"--kernel {path}: {exc}") from None
     try:
         folder = new_folder(options.out / config.task, config.run_id)
+        if options.kernels:
+            (folder / GIVEN).mkdir()
     except OSError as exc:
         raise OptimizeInputError(f"--out {options.out}: cannot write there ({exc.strerror or exc})") from None
+    for label, path in zip(config.given, options.kernels):
+        shutil.copyfile(path, folder / GIVEN / f"{label}.cu")
     config.run_id = folder.name
     return Run(config, folder, options.out, task)
+
+
+def _given_labels(task: Task, kernels: list[Path]) -> list[str]:
+    """A label for each --kernel file: `given_` and its name (made an identifier), unique in the run."""
+    taken = set(task.kernel_paths())
+    labels = []
+    for path in kernels:
+        base = "given_" + (re.sub(r"\W", "_", path.stem) or "kernel")
+        label, n = base, 2
+        while label in taken:
+            label, n = f"{base}{n}", n + 1
+        taken.add(label)
+        labels.append(label)
+    return labels
+
+
+def run_space(run: Run) -> Space:
+    """The run's kernels: the task's, and those given with --kernel (copied into the run folder's given/),
+    with the run's pinned knobs."""
+    space = Space.of_task(run.task, generic=run.config.generic)
+    for label in run.config.given:
+        space.add_kernel(label, run.folder / GIVEN / f"{label}.cu", run.config.generic)
+    pin_knobs(space, run.config.pins)
+    return space
 
 
 def _auto_executor(task: Task, options: OptimizeOptions, notice: Callable[[str], None]) -> str:
@@ -157,8 +196,7 @@ def execute(run: Run, settings: Settings | None = None, hooks: Hooks | None = No
     if config.measured_on:  # its journal holds GPU verdicts now: more compile-only attempts would mix with them
         raise OptimizeInputError(f"run {config.run_id} was measured on {config.measured_on} with `kagent measure`: "
                                  "its search cannot go on; start a new run")
-    space = Space.of_task(run.task, generic=config.generic)
-    pin_knobs(space, config.pins)
+    space = run_space(run)
     config.save(run.folder)
     policy_path = PolicyBook.path(run.out / "policies", config.arch, config.family)
     policies = _warm_start_policies(config, policy_path, run.folder, hooks.notice)

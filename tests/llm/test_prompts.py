@@ -20,7 +20,7 @@ from kernel_agent.llm.prompts import (
 )
 from kernel_agent.skeletons import library
 from kernel_agent.task import load_task
-from sandbox import Mismatch, compile_source, parse_directives
+from sandbox import BadValue, Mismatch, compile_source, parse_directives
 from tests.paths import ROOT
 
 ROWBLOCK = ROOT / "tasks" / "level1" / "layernorm" / "rowblock.cu"
@@ -66,7 +66,7 @@ def contexts(task, source, search) -> dict[str, dict]:
     log = ('kernel.cu(135): error: expected a ";"\n      float q = 0.f;\n      ^\n\n'
            '1 error detected in the compilation of "kernel.cu".')
     failing = dict(task=task, source=source, knobs={"BLOCK": "1024", "VEC": "4"}, small=False, short=False,
-                   example=None)
+                   example=None, explain=False)
     mismatch = Mismatch(size="rows=3, cols=33", phase="check", output="y", max_abs_error=1.5,
                         max_rel_error=0.9, mismatch_fraction=0.03, first_bad_index=[2, 32], expected=0.25,
                         got=float("nan"))
@@ -85,9 +85,11 @@ def contexts(task, source, search) -> dict[str, dict]:
         "repair_runtime_error": dict(failing, size="rows=3, cols=33",
                                      message="CUDA_ERROR_MISALIGNED_ADDRESS: misaligned address"),
         "repair_timeout": dict(failing, size="rows=7, cols=12289", message="no reply within 10 s"),
-        "repair_wrong_result": dict(failing, message="wrong y at rows=3, cols=33", mismatch=mismatch),
+        "repair_wrong_result": dict(failing, message="wrong y at rows=3, cols=33", mismatch=mismatch,
+                                    passed=["rows=1, cols=1"]),
         "repair_nondeterministic": dict(failing, size="rows=257, cols=1000",
                                         message="wrong y, different between two identical runs"),
+        "repair_blind": dict(task=task, source=source),
         "repair_unparsed": dict(feedback="SEARCH/REPLACE block 1: its SEARCH text does not appear in the "
                                 "parent kernel.", small=False, short=False),
         "port": dict(task=task, naive=source, skeleton=SKELETON, earlier=["llm1 (port:elementwise): compile_error"],
@@ -113,7 +115,7 @@ def test_the_port_prompts_show_contracts_and_the_fills_to_fix(contexts):
 
 
 def test_the_template_list_is_complete():
-    expected = {"system", "system_small", "system_port", "planner", "port", "repair_port", *(f"specialist_{a}" for a in SPECIALISTS),
+    expected = {"system", "system_small", "system_port", "planner", "port", "repair_port", "repair_blind", *(f"specialist_{a}" for a in SPECIALISTS),
                 *(f"repair_{r}" for r in REPAIRS)}
     assert set(template_names()) == expected
     assert not any(name.startswith("_") for name in template_names())
@@ -236,7 +238,7 @@ def test_repair_compile_error_with_a_real_log(task, source):
     result = compile_source(broken, ["layernorm"], arch="sm_90")
     assert not result.ok
     text = render("repair_compile_error", task=task, source=broken, knobs={}, log=result.log, small=False,
-                  short=False, example=None)
+                  short=False, example=None, explain=False)
     number = broken.split("\n").index("    float q = 0.f;") + 1  # NVRTC reports the line after the gap
     assert f">> {number} |     float q = 0.f;" in text
     assert f"   {number - 3} | {BROKEN_LINE[:-1]}" in text
@@ -265,6 +267,28 @@ def test_wrong_result_explains_the_phase(contexts, phase, words):
     assert f"- phase: {words}" in text
     assert "- size: rows=3, cols=33" in text and "max abs error: 1.5, max rel error: 0.9" in text
     assert "first wrong index: [2, 32]: expected 0.25, got nan" in text
+
+
+def test_wrong_result_lists_the_first_wrong_elements_and_the_sizes_that_passed(contexts):
+    context = contexts["repair_wrong_result"]
+    mismatch = context["mismatch"].model_copy(update={"first_bad": [
+        BadValue(index=[2, 32], expected=0.25, got=float("nan")), BadValue(index=[2, 33], expected=-1.5, got=0.0)]})
+    text = render("repair_wrong_result", **dict(context, mismatch=mismatch))
+    assert "- the first wrong elements (index: expected, got): [2, 32]: 0.25, nan; [2, 33]: -1.5, 0" in text
+    assert "first wrong index" not in text and "- sizes that passed: rows=1, cols=1" in text
+
+
+def test_a_repair_prompt_in_explain_mode_asks_for_the_cause_in_words_only(contexts):
+    for kind in REPAIRS[:-1]:
+        text = render(f"repair_{kind}", **dict(contexts[f"repair_{kind}"], explain=True))
+        assert "Explain why." in text and "Do not send code." in text and "<<<<<<< SEARCH" not in text, kind
+        assert "Fix it" not in text and f"({kind})" in text, kind
+
+
+def test_the_blind_repair_prompt_holds_the_kernel_and_no_evidence(contexts):
+    text = render("repair_blind", **contexts["repair_blind"])
+    assert contexts["repair_blind"]["source"].strip() in text and "whole corrected kernel file" in text
+    assert "What went wrong" not in text and "Likely causes" not in text
 
 
 def test_wrong_result_without_numbers(contexts):
@@ -318,3 +342,11 @@ def test_readme_lists_every_template_and_its_variables():
         for variable in required_variables(name):
             assert f"`{variable}`" in row, f"{name}: {variable} not listed in prompts/README.md"
     assert Path(PROMPTS_DIR).is_dir()
+
+
+def test_a_small_model_fixing_a_long_kernel_is_asked_for_the_functions_it_changes(contexts):
+    text = render("repair_wrong_result", **dict(contexts["repair_wrong_result"], small=True, short=False))
+    assert "Send only the functions you change, each one whole, in one ```cuda block" in text
+    assert "<<<<<<< SEARCH" not in text
+    again = render("repair_unparsed", **dict(contexts["repair_unparsed"], small=True, short=False))
+    assert "Send only the functions you change" in again and "<<<<<<< SEARCH" not in again

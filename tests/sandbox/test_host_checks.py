@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from sandbox.compare import CHUNK, compare, same_bytes
+from sandbox.compare import CHUNK, compare, differing, same_bytes
 from sandbox.dtypes import DTYPES, from_bf16_bits, to_bf16_bits
 from sandbox.inputs import draw, poison
 from sandbox.outcome import trim_log
@@ -38,6 +38,24 @@ def test_compare_within_tolerance_and_first_bad_index():
     got[4] += 0.5
     m = compare(out(), got, ref)
     assert m.first_bad_index == [1, 1] and m.mismatch_fraction == 1 / 6 and m.max_abs_error == 0.5
+
+
+def test_a_mismatch_lists_the_first_wrong_elements_in_order_with_their_values():
+    ref = np.arange(6, dtype=np.float64)
+    got = ref.astype(np.float32)
+    got[[1, 3, 5]] = -1
+    m = compare(out(), got, ref)
+    assert [(b.index, b.expected, b.got) for b in m.first_bad] == [([0, 1], 1.0, -1.0), ([1, 0], 3.0, -1.0),
+                                                                   ([1, 2], 5.0, -1.0)]
+
+
+def test_a_race_is_shown_as_the_elements_that_differ_between_identical_runs():
+    first = {"a": np.zeros(4, np.float32), "y": np.arange(10, dtype=np.float32)}
+    same, later = {k: v.copy() for k, v in first.items()}, {k: v.copy() for k, v in first.items()}
+    later["y"][[3, 7]] = 0
+    assert differing([first, same, later]) == "2 of 10 elements of y (flat index 3, 7)"
+    later["y"][:] = -1
+    assert differing([first, later], shown=2) == "10 of 10 elements of y (flat index 0, 1, ...)"
 
 
 def test_unwritten_output_is_reported_as_nan():

@@ -111,7 +111,7 @@ def _detailed(buffer: Buffer, got_storage: np.ndarray, expected: np.ndarray) -> 
         return None
     first = int(np.argmax(bad))
     shape = tuple(buffer.shape) or (1,)
-    listed = [int(i) for i in np.flatnonzero(bad[: first + (1 << 16)])[:FIRST_BAD]]
+    listed = [int(i) for i in np.flatnonzero(bad[: first + (1 << 16)])[:FIRST_BAD]]  # looked for near the first
     finite = errors[np.isfinite(errors)]
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = errors / np.abs(ref)

@@ -62,11 +62,10 @@ def run_entry(entry: Entry, out: Path, gpu: SharedGpu | None, client: LLMClient 
     checker = Checker(session.task, session.recorded, gpu, options.arch, include_roots=(entry.from_path.parent,))
     fixer = Fixer(session, client, small, options.arch or "sm_90", HOW_TO_CONFIGURE)
     result: AutoResult = auto_repair(session, checker, fixer, options.rounds, options.evidence, say)
-    first = next((r["status"] for r in session.transcript() if r["type"] == "check" and r["version"] == 1
-                  and r["status"] != "not_run"), None)
-    first = first or next((r["status"] for r in session.transcript() if r["type"] == "check" and r["version"] == 1),
-                          "-")
-    tokens = sum(r.get("tokens", 0) for r in session.transcript() if r["type"] == "round")
+    rows = session.transcript()
+    firsts = [r["status"] for r in rows if r["type"] == "check" and r["version"] == 1 and r["size"] is None]
+    first = next((s for s in firsts if s != "not_run"), firsts[0] if firsts else "-")  # a GPU's verdict, if any
+    tokens = sum(r.get("tokens", 0) for r in rows if r["type"] == "round")
     return EntryResult(name=entry.name, task=session.task.name, expect=entry.expect, first=first,
                        ending=result.ending, rounds=result.rounds, final=result.outcome.status.value, tokens=tokens,
                        detail=result.detail)

@@ -15,16 +15,18 @@ from kernel_agent.repair.checks import Checker
 from kernel_agent.repair.fixer import Fixer
 from kernel_agent.repair.repl import CommandCompleter, Repl
 from kernel_agent.repair.session import RepairSession
-from tests.repair.repl_driver import entry
+from tests.llm.fake_server import FakeOpenAI, answer
+from tests.repair.repl_driver import RECORDED, entry, fix_answer
+from tests.repair.test_session import client
 
 NAME = "layernorm__unbiased_variance"  # a kernel with knobs
 
 
-def repl(tmp_path, lines):
+def repl(tmp_path, lines, url=None, recorded=()):
     e = entry(NAME)
     kernel = tmp_path / "layernorm.cu"
     kernel.write_text(e.kernel)
-    session = RepairSession.start(tmp_path / "session", e.task_path, kernel)
+    session = RepairSession.start(tmp_path / "session", e.task_path, kernel, checks_from=recorded)
     script = iter(lines)
 
     def read(prompt):
@@ -35,7 +37,8 @@ def repl(tmp_path, lines):
 
     console = Console(record=True, width=200)
     checker = Checker(session.task, session.recorded, None)
-    return Repl(session, checker, Fixer(session, None, small=True), console, read), console
+    model = client(url) if url else None
+    return Repl(session, checker, Fixer(session, model, small=True), console, read), console
 
 
 def test_edit_knob_goto_and_diff_make_and_compare_versions(tmp_path, monkeypatch):
@@ -88,6 +91,32 @@ def test_completion_offers_commands_sizes_knob_names_and_values(tmp_path):
     assert complete("check ")[:2] == ["1", "2"] and r.sizes[0] in complete("check ")
     assert complete("knob B") == ["BLOCK"] and complete("knob BLOCK 1") == ["BLOCK 128", "BLOCK 1024"]
     assert complete("goto ") == ["1"]
+
+
+def test_optimize_runs_kagent_optimize_from_the_current_version(tmp_path, monkeypatch):
+    ran = []
+    monkeypatch.setattr("kernel_agent.repair.repl.subprocess.run", lambda command, check: ran.append(command))
+    r, console = repl(tmp_path, ["optimize --budget 12 --no-llm"])
+    r.run(check_first=False)
+    (command,) = ran
+    assert command[1:5] == ["-m", "kernel_agent", "optimize", r.session.info.task]
+    assert command[5:] == ["--kernel", str(r.session.folder / "v001.cu"), "--budget", "12", "--no-llm"]
+    assert (r.session.folder / "v001.cu").read_text() == r.session.source()
+
+
+def test_explain_shows_the_models_words_and_a_rejected_fix_leaves_the_version(tmp_path):
+    cause = "The variance divides by cols - 1: at cols = 1 that is 0, so the result is NaN."
+    with FakeOpenAI([answer(cause), answer(fix_answer(entry(NAME)))]) as server:
+        r, console = repl(tmp_path, ["explain", "fix", "n", "quit"], server.base_url, (RECORDED,))
+        assert r.run() == 1
+    text = console.export_text()
+    assert cause in text and "rejected; the current version stays" in text and len(r.session.history.versions) == 1
+    calls = [row for row in r.session.transcript() if row["type"] == "call"]
+    assert [c["role"] for c in calls] == ["explain", "repair"]
+    asked = calls[0]["messages"][-1]["content"]
+    assert "Explain why." in asked and "(wrong_result)" in asked and "```cuda block" not in asked.split("## Your answer")[1]
+    decisions = [row for row in r.session.transcript() if row["type"] == "decision"]
+    assert decisions == [{**decisions[0], "call": 2, "accepted": False}]
 
 
 def test_help_lists_every_command_with_its_arguments(tmp_path):

@@ -25,9 +25,14 @@ class Definition:
     end: int  # offset just past its closing brace
 
 
+def _mask(code: str) -> str:
+    """`code` with its comments and string literals blanked out (same length, same lines)."""
+    return _MASK.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), code)
+
+
 def definitions(code: str) -> list[Definition]:
     """The top-level function definitions of a C++ file, in order (comments and strings aside)."""
-    masked = _MASK.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), code)
+    masked = _mask(code)
     found, depth, boundary, opened = [], 0, 0, None
     for i, char in enumerate(masked):
         if char == "\n" and depth == 0:
@@ -59,15 +64,26 @@ def _name(header: str) -> str | None:
     return names[0] if names else None
 
 
+def declared(code: str) -> set[str]:
+    """The names a file declares at its top level: functions, structs and classes, typedefs, macros."""
+    masked = _mask(code)
+    names = {d.name for d in definitions(code)}
+    names |= set(re.findall(r"\b(?:struct|class|union|enum)\s+([A-Za-z_]\w*)", masked))
+    names |= set(re.findall(r"\btypedef\b[^;{}]*?\b([A-Za-z_]\w*)\s*;", masked))
+    names |= set(re.findall(r"^\s*#\s*define\s+([A-Za-z_]\w*)", masked, re.MULTILINE))
+    return names
+
+
 def merge(answer: str, parent: str) -> str | None:
     """The parent with the answer's functions in place of its own, when the answer is a fragment of it:
-    it calls a function the parent defines and it does not. None when the answer is a whole file (or the
-    two cannot be paired: a name defined a different number of times in each)."""
+    it uses a name the parent declares (a helper, a struct, a knob's #define) and it does not. None when
+    the answer is a whole file (or the two cannot be paired: a name defined a different number of times
+    in each)."""
     mine, theirs = definitions(answer), definitions(parent)
     names = [d.name for d in mine]
     parent_names = [d.name for d in theirs]
-    called = {m.group(1) for m in _CALL.finditer(_MASK.sub(" ", answer))}
-    if not mine or not (called & set(parent_names)) - set(names):
+    used = set(re.findall(r"[A-Za-z_]\w*", _mask(answer)))
+    if not mine or not (used & declared(parent)) - declared(answer):
         return None
     shared = set(names) & set(parent_names)
     if not shared or any(names.count(n) != parent_names.count(n) for n in shared):

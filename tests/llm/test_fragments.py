@@ -44,3 +44,12 @@ def test_a_whole_file_or_a_new_structure_is_no_fragment():
     new = "// @kagent entry: add\n// @kagent grid: 1\n// @kagent block: 1\n__global__ void add(const float* a, " \
           "const float* b, float* out, int n) { for (int i = 0; i < n; ++i) out[i] = a[i] + b[i]; }\n"
     assert merge(new, ADD) is None and parse_answer(f"```cuda\n{new}```", ADD).kind == "file"
+
+
+def test_a_fragment_that_uses_the_parents_struct_and_knob_defines_is_merged():
+    # every function of the parent resent, but not the VecT struct or the #define lines they use
+    functions = "\n\n".join(ADD[d.start:d.end] for d in definitions(ADD))
+    changed = functions.replace("base < nv; base += stride", "base < nv; base += stride + 0")
+    parsed = parse_answer(f"```cuda\n{changed}\n```", ADD)
+    assert parsed.kind == "fragment" and "struct VecT" in parsed.source and "#define UNROLL" in parsed.source
+    assert "base += stride + 0" in parsed.source

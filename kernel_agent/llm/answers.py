@@ -122,6 +122,10 @@ def _from_fences(text: str, parent: str, finished: bool) -> ParsedAnswer:
         return _file(max(kernels, key=lambda f: len(f.body)).body, parent)
     if not fences and finished and (bare := _bare_kernel(text)):
         return _file(bare, parent)
+    helpers = [merged for f in code if f.closed or (finished and _balanced(f.body))
+               if (merged := merge(f.body, parent)) is not None]
+    if helpers:  # only a helper function of the parent, changed
+        return _finish(helpers[0], parent, "fragment", 0)
     if code:
         return ParsedAnswer(None, "none", (
             "the code block has no __global__ function: send the whole kernel file (directives, helpers and "

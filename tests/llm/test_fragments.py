@@ -53,3 +53,10 @@ def test_a_fragment_that_uses_the_parents_struct_and_knob_defines_is_merged():
     parsed = parse_answer(f"```cuda\n{changed}\n```", ADD)
     assert parsed.kind == "fragment" and "struct VecT" in parsed.source and "#define UNROLL" in parsed.source
     assert "base += stride + 0" in parsed.source
+
+
+def test_a_changed_helper_alone_without_the_entry_is_merged():
+    (helper,) = [d for d in definitions(ADD) if d.name == "add_vectors"]
+    changed = ADD[helper.start:helper.end].replace("base < nv; base += stride", "base < nv; base += stride + 0")
+    parsed = parse_answer(f"The loop step:\n```cuda\n{changed}\n```\n", ADD)
+    assert parsed.kind == "fragment" and "base += stride + 0" in parsed.source and "__global__" in parsed.source

@@ -9,7 +9,7 @@ skeletons), bench_commands (bench, suite-table, replay-bench). What the commands
 from .app import app
 
 # Importing each module registers its commands, in the order `kagent --help` lists them.
-from . import task_commands, optimize_command, measure_command, port_command, bench_commands, repair_command  # noqa: F401  # isort: skip
+from . import task_commands, optimize_command, measure_command, port_command, bench_commands, repair_command, export_command  # noqa: F401,E501  # isort: skip
 
 
 def main() -> None:

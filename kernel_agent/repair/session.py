@@ -68,7 +68,7 @@ class RepairSession:
         info = SessionFile(task=str(task_file.resolve()), kernel=str(kernel_file.resolve()),
                            started=_now(), history=History())
         session = cls(folder, info, task, checks_from)
-        session.log({"type": "start", "task": info.task, "kernel": info.kernel})
+        session.log({"type": "start", "task": info.task, "task_name": task.name, "kernel": info.kernel})
         session.add(source, "original", f"from {kernel_file}", knobs or {})
         return session
 

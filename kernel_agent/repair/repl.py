@@ -202,7 +202,7 @@ class Repl:
         seen = _read(path)
         try:
             while True:
-                time.sleep(WATCH_POLL_S)
+                _wait(WATCH_POLL_S)
                 text = _read(path)
                 if text is None or text == seen:
                     continue
@@ -395,6 +395,10 @@ def _marked_lines(source: str, outcome: Outcome | None) -> set[int]:
         return {n for n, line in enumerate(source.splitlines(), start=1)
                 if line.lstrip().startswith("// @kagent") and any(w in line for w in ("grid", "block", "smem"))}
     return set()
+
+
+def _wait(seconds: float) -> None:
+    time.sleep(seconds)
 
 
 def _read(path: Path) -> str | None:

@@ -3,10 +3,6 @@ edit in $EDITOR, watch the kernel file, knobs, goto and diff, completion, and th
 
 from __future__ import annotations
 
-import _thread
-import threading
-import time
-
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 from rich.console import Console
@@ -59,21 +55,20 @@ def test_edit_knob_goto_and_diff_make_and_compare_versions(tmp_path, monkeypatch
     assert "* v001 original" in text and "v003 from v002 knob: BLOCK=128 -> not_run" in text
 
 
-def test_watch_takes_each_save_of_the_kernel_file_as_a_version_until_interrupted(tmp_path):
+def test_watch_takes_each_save_of_the_kernel_file_as_a_version_until_interrupted(tmp_path, monkeypatch):
     r, console = repl(tmp_path, ["watch", "quit"])
     kernel = tmp_path / "layernorm.cu"
+    polls = []
 
-    def save_then_stop():
-        time.sleep(0.5)
-        kernel.write_text(kernel.read_text().replace("(float)(cols - 1)", "(float)cols"))
-        deadline = time.time() + 60
-        while len(r.session.history.versions) < 2 and time.time() < deadline:
-            time.sleep(0.1)
-        while not any(row["type"] == "check" and row["version"] == 2 for row in r.session.transcript()):
-            time.sleep(0.1)
-        _thread.interrupt_main()
+    def poll(seconds):  # the watch loop's pause: save the file once, then Ctrl-C once the save is checked
+        polls.append(seconds)
+        if len(polls) == 2:
+            kernel.write_text(kernel.read_text().replace("(float)(cols - 1)", "(float)cols"))
+        if any(row["type"] == "check" and row["version"] == 2 for row in r.session.transcript()):
+            raise KeyboardInterrupt
+        assert len(polls) < 100, "the save was never taken"
 
-    threading.Thread(target=save_then_stop, daemon=True).start()
+    monkeypatch.setattr("kernel_agent.repair.repl._wait", poll)
     r.run(check_first=False)
     text = console.export_text()
     assert r.session.current.origin == "file" and "(float)(cols - 1)" not in r.session.source()

@@ -8,6 +8,7 @@ import io
 import json
 import math
 import shutil
+import signal
 import time
 
 import pytest
@@ -186,7 +187,7 @@ def test_tasks_are_spread_over_the_gpus_and_a_crash_costs_only_its_task(tmp_path
     assert json.loads((tmp_path / "t" / "results.json").read_text())["environment"]["name"] == "Fake GPU"
 
 
-def test_an_interrupt_drops_the_tasks_in_flight_and_resume_redoes_them(tmp_path, monkeypatch):
+def test_an_interrupt_drops_the_tasks_in_flight_and_resume_redoes_them(tmp_path, monkeypatch, request):
     """Ctrl-C while both lanes are inside an evaluation: the workers are killed at once, nothing is
     written for the interrupted tasks (their killed workers are not their kernels' fault), the lanes
     end, and --resume does every task."""
@@ -198,6 +199,10 @@ def test_an_interrupt_drops_the_tasks_in_flight_and_resume_redoes_them(tmp_path,
     from tests.sandbox import fake_workers
 
     monkeypatch.setattr(evaluate, "GpuWorker", functools.partial(GpuWorker, target=fake_workers.busy))
+    # a runner that starts pytest in the background (`cmd &` in a script) leaves SIGINT ignored, and then
+    # Python has no handler for interrupt_main() to call: give it the usual one for this test
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    request.addfinalizer(lambda: signal.signal(signal.SIGINT, previous))
     in_flight = threading.Semaphore(0)
 
     def busy_as_written(task, level, lane):

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
+from collections.abc import Iterator
 from pathlib import Path
 
 import typer
@@ -47,6 +49,23 @@ def _gpu(executor: str, device: int) -> SharedGpu | None:
     if executor == "gpu" and not has_gpu:
         fail(3, "--executor gpu: no CUDA GPU found on this machine (compile-only checks need none)")
     return SharedGpu(device) if has_gpu else None
+
+
+@contextlib.contextmanager
+def _gpu_session(gpu: SharedGpu | None, kept: str) -> Iterator[None]:
+    """SIGTERM as Ctrl-C; a missing toolchain is exit 3, Ctrl-C exit 130 saying what is `kept`; the GPU
+    worker closed either way."""
+    try:
+        with sigterm_as_interrupt():
+            yield
+    except ToolchainError as exc:
+        fail(3, str(exc))
+    except KeyboardInterrupt:
+        console.print(f"interrupted: {kept}", markup=False)
+        raise typer.Exit(130) from None
+    finally:
+        if gpu is not None:
+            gpu.close()
 
 
 LLM_MODEL = typer.Option(None, "--llm", help="Model name [default: KAGENT_LLM_MODEL or the config file's].")
@@ -118,26 +137,16 @@ def repair(
     checker = Checker(session.task, session.recorded, gpu, arch, Settings(budget_ms=budget_ms),
                       include_roots=(Path(session.info.kernel).parent,))
     fixer = Fixer(session, client, small, arch or "sm_90", why_none)
-    try:
-        with sigterm_as_interrupt():
-            if auto is None:
-                code = Repl(session, checker, fixer, console).run()
-            else:
-                result = auto_repair(session, checker, fixer, auto, evidence,
-                                     lambda text: console.print(text, markup=False, highlight=False))
-                detail = f": {result.detail}" if result.detail else ""
-                console.print(f"{result.ending} after {result.rounds} round(s){detail}; session kept in "
-                              f"{session.folder}", markup=False)
-                code = 0 if result.outcome.status is Status.ok else 1
-    except ToolchainError as exc:
-        fail(3, str(exc))
-    except KeyboardInterrupt:
-        console.print(f"interrupted: the session is kept; continue with kagent repair --resume {session.folder}",
-                      markup=False)
-        raise typer.Exit(130) from None
-    finally:
-        if gpu is not None:
-            gpu.close()
+    with _gpu_session(gpu, f"the session is kept; continue with kagent repair --resume {session.folder}"):
+        if auto is None:
+            code = Repl(session, checker, fixer, console).run()
+        else:
+            result = auto_repair(session, checker, fixer, auto, evidence,
+                                 lambda text: console.print(text, markup=False, highlight=False))
+            detail = f": {result.detail}" if result.detail else ""
+            console.print(f"{result.ending} after {result.rounds} round(s){detail}; session kept in "
+                          f"{session.folder}", markup=False)
+            code = 0 if result.outcome.status is Status.ok else 1
     raise typer.Exit(code)
 
 
@@ -185,25 +194,15 @@ def repair_bench(
     out.mkdir(parents=True, exist_ok=True)
     options = BenchOptions(rounds=rounds, evidence=evidence, arch=arch)
     results: list[EntryResult] = []
-    try:
-        with sigterm_as_interrupt():
-            for number, entry in enumerate(entries, start=1):
-                console.print(f"[{number}/{len(entries)}] {escape(entry.name)} (expected {entry.expect})")
-                try:
-                    results.append(run_entry(entry, out, gpu, client, small, options,
-                                             lambda text: console.print(f"    {escape(text)}")))
-                except SessionError as exc:
-                    fail(2, f"{entry.name}: {exc}")
-                write_report(out, results, rounds, evidence)
-    except ToolchainError as exc:
-        fail(3, str(exc))
-    except KeyboardInterrupt:
-        console.print(f"interrupted: every finished kernel is in {out}/report.md; run the same command to go on",
-                      markup=False)
-        raise typer.Exit(130) from None
-    finally:
-        if gpu is not None:
-            gpu.close()
+    with _gpu_session(gpu, f"every finished kernel is in {out}/report.md; run the same command to go on"):
+        for number, entry in enumerate(entries, start=1):
+            console.print(f"[{number}/{len(entries)}] {escape(entry.name)} (expected {entry.expect})")
+            try:
+                results.append(run_entry(entry, out, gpu, client, small, options,
+                                         lambda text: console.print(f"    {escape(text)}")))
+            except SessionError as exc:
+                fail(2, f"{entry.name}: {exc}")
+            write_report(out, results, rounds, evidence)
     for row in summary(results, rounds):
         shares = ", ".join(f"{row[k]}/{row['entries']} within {k[7:]}" for k in row if k.startswith("within_"))
         console.print(f"{row['class']}: {shares}; {row['pending']} pending; {row['tokens']} tokens", markup=False)

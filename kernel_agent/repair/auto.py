@@ -36,8 +36,13 @@ def check_current(session: RepairSession, checker: Checker, size: str | None = N
 
 
 def rounds_used(session: RepairSession) -> int:
+    return len(_rounds_along(session, session.transcript()))
+
+
+def _rounds_along(session: RepairSession, rows: list[dict]) -> list[dict]:
+    """The transcript's rounds asked from the current version or one of its ancestors."""
     chain = set(session.current.ancestry(session.history))
-    return sum(1 for row in session.transcript() if row["type"] == "round" and row["version"] in chain)
+    return [row for row in rows if row["type"] == "round" and row["version"] in chain]
 
 
 def auto_repair(session: RepairSession, checker: Checker, fixer: Fixer, rounds: int, evidence: bool = True,
@@ -45,7 +50,8 @@ def auto_repair(session: RepairSession, checker: Checker, fixer: Fixer, rounds: 
     """Up to `rounds` check -> fix rounds in all (those of earlier runs of this session included)."""
     while True:
         outcome, _ = check_current(session, checker)
-        used = rounds_used(session)
+        rounds_so_far = _rounds_along(session, session.transcript())
+        used = len(rounds_so_far)
         say(f"v{session.current.number:03d}: {outcome.status.value}: {outcome.message}")
         if outcome.status is Status.ok:
             return AutoResult("repaired" if used else "correct", used, outcome)
@@ -56,7 +62,7 @@ def auto_repair(session: RepairSession, checker: Checker, fixer: Fixer, rounds: 
         if fixer.client is None:
             return AutoResult("no model", used, outcome, fixer.why_none)
         from_version = session.current.number
-        tries_here = sum(1 for row in session.transcript() if row["type"] == "round" and row["version"] == from_version)
+        tries_here = sum(1 for row in rounds_so_far if row["version"] == from_version)
         say(f"round {used + 1}: asking the model for a fix of {outcome.status.value}")
         try:
             fix = fixer.fix(outcome, evidence=evidence, round_=used + 1, hotter=tries_here)

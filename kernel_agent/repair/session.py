@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 
 from sandbox import Outcome, Status
 
+from ..files import write_atomic
 from ..llm.proposer import redacted
 from ..task import Task, TaskError, load_task
 from .checks import RecordedChecks
@@ -109,10 +109,6 @@ class RepairSession:
     def source(self, number: int | None = None) -> str:
         return self.path(number).read_text(encoding="utf-8")
 
-    @property
-    def original(self) -> str:
-        return self.source(1)
-
     def add(self, source: str, origin: str, note: str = "", knobs: dict[str, str] | None = None,
             call: int | None = None) -> Version:
         """A new version made from the current one (by the model's call `call`, if any); it becomes current."""
@@ -173,10 +169,7 @@ class RepairSession:
         return rows
 
     def _write_info(self) -> None:
-        path = self.folder / "session.json"
-        temporary = path.with_suffix(".json.tmp")
-        temporary.write_text(self.info.model_dump_json(indent=2), encoding="utf-8")
-        os.replace(temporary, path)
+        write_atomic(self.folder / "session.json", self.info.model_dump_json(indent=2).encode())
 
 
 def default_folder(out: Path, task: str, kernel: Path) -> Path:

@@ -3,29 +3,26 @@
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
-from collections.abc import Iterator
 from pathlib import Path
 
 import typer
 from rich.markup import escape
 
-from sandbox import Settings, Status, ToolchainError, detect_arch
+from sandbox import Settings, Status
 
 from ..llm.client import LLMClient
 from ..llm.settings import LLMConfigError, is_small_model, load_llm_config
 from ..render import console
 from ..repair.auto import auto_repair
 from ..repair.bench import BenchOptions, EntryResult, run_entry, summary, write_report
-from ..repair.checks import Checker, SharedGpu
+from ..repair.checks import Checker
 from ..repair.corpus import CorpusError, corpus_files, read_entry
 from ..repair.fixer import HOW_TO_CONFIGURE, Fixer
 from ..repair.repl import Repl
 from ..repair.session import RepairSession, SessionError, default_folder
-from .app import app, arch_option, fail, knob_pairs, sigterm_as_interrupt
-
-EXECUTORS = ("auto", "gpu", "compile-only")
+from .app import app, arch_option, fail, knob_pairs
+from .gpu_checks import EXECUTOR, gpu_session, shared_gpu
 
 
 def _model(no_llm: bool, model: str | None, base_url: str | None, timeout_s: float | None, small: bool | None,
@@ -42,32 +39,6 @@ def _model(no_llm: bool, model: str | None, base_url: str | None, timeout_s: flo
     return LLMClient(config), is_small_model(config.model, config.base_url) if small is None else small, ""
 
 
-def _gpu(executor: str, device: int) -> SharedGpu | None:
-    if executor not in EXECUTORS:
-        fail(2, f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
-    has_gpu = executor != "compile-only" and detect_arch(device) is not None
-    if executor == "gpu" and not has_gpu:
-        fail(3, "--executor gpu: no CUDA GPU found on this machine (compile-only checks need none)")
-    return SharedGpu(device) if has_gpu else None
-
-
-@contextlib.contextmanager
-def _gpu_session(gpu: SharedGpu | None, kept: str) -> Iterator[None]:
-    """SIGTERM as Ctrl-C; a missing toolchain is exit 3, Ctrl-C exit 130 saying what is `kept`; the GPU
-    worker closed either way."""
-    try:
-        with sigterm_as_interrupt():
-            yield
-    except ToolchainError as exc:
-        fail(3, str(exc))
-    except KeyboardInterrupt:
-        console.print(f"interrupted: {kept}", markup=False)
-        raise typer.Exit(130) from None
-    finally:
-        if gpu is not None:
-            gpu.close()
-
-
 LLM_MODEL = typer.Option(None, "--llm", help="Model name [default: KAGENT_LLM_MODEL or the config file's].")
 LLM_URL = typer.Option(None, "--llm-base-url", help="OpenAI-compatible endpoint [default: OPENAI_BASE_URL].")
 LLM_TIMEOUT = typer.Option(None, "--llm-timeout", min=1.0, help="Seconds one answer may take.")
@@ -76,8 +47,6 @@ LLM_SMALL = typer.Option(None, "--llm-small/--llm-large",
 LLM_GRAMMAR = typer.Option(None, "--llm-grammar", help="llama.cpp, vllm or off: the server decodes under kagent's "
                                                        "answer grammar (one ```cuda block).")
 NO_LLM = typer.Option(False, "--no-llm", help="No model, even if one is configured.")
-EXECUTOR = typer.Option("auto", help="Where kernels are checked: gpu, compile-only (no GPU: compile and plan "
-                                     "the launches, run nothing), or auto (the GPU if there is one).")
 
 
 @app.command()
@@ -121,7 +90,7 @@ def repair(
     """
     arch_option(arch)
     client, small, why_none = _model(no_llm, llm, llm_base_url, llm_timeout, llm_small, llm_grammar)
-    gpu = _gpu(executor, device)
+    gpu = shared_gpu(executor, device)
     try:
         if resume is not None:
             if task_file or kernel:
@@ -137,7 +106,7 @@ def repair(
     checker = Checker(session.task, session.recorded, gpu, arch, Settings(budget_ms=budget_ms),
                       include_roots=(Path(session.info.kernel).parent,))
     fixer = Fixer(session, client, small, arch or "sm_90", why_none)
-    with _gpu_session(gpu, f"the session is kept; continue with kagent repair --resume {session.folder}"):
+    with gpu_session(gpu, f"the session is kept; continue with kagent repair --resume {session.folder}"):
         if auto is None:
             code = Repl(session, checker, fixer, console).run()
         else:
@@ -190,11 +159,11 @@ def repair_bench(
     if not entries:
         fail(2, f"no corpus files under {corpus}" + (f" matching {', '.join(only)}" if only else ""))
     client, small, _ = _model(no_llm, llm, llm_base_url, llm_timeout, llm_small, llm_grammar)
-    gpu = _gpu(executor, device)
+    gpu = shared_gpu(executor, device)
     out.mkdir(parents=True, exist_ok=True)
     options = BenchOptions(rounds=rounds, evidence=evidence, arch=arch)
     results: list[EntryResult] = []
-    with _gpu_session(gpu, f"every finished kernel is in {out}/report.md; run the same command to go on"):
+    with gpu_session(gpu, f"every finished kernel is in {out}/report.md; run the same command to go on"):
         for number, entry in enumerate(entries, start=1):
             console.print(f"[{number}/{len(entries)}] {escape(entry.name)} (expected {entry.expect})")
             try:

@@ -104,7 +104,7 @@ class LLMProposer:
         context = prompt_context(self.task, self.space, state, plan.parent, self._extras(state))
         source = context["parent_source"]
         return self._ask(render(plan.prompt, **context), plan.role, 0, plan.parent, _file_reader(source),
-                         context["short"], grammar=self._kernel_grammar())
+                         context["short"], grammar=self._kernel_grammar(), parent_source=source)
 
     def _port(self, state: SearchState, plan: Plan) -> Proposal | None:
         """Ask for the slot fills of the plan's skeleton (`plan.role`); the kernel is assembled here."""
@@ -141,7 +141,7 @@ class LLMProposer:
             # the file as written: the compiler's line numbers refer to it
             return self._ask(render(template, **context), origin.role, origin.round + 1, failed.candidate,
                              _file_reader(context["source"]), context["short"],
-                             grammar=self._kernel_grammar())
+                             grammar=self._kernel_grammar(), parent_source=context["source"])
         return None
 
     def _repair_port(self, origin: Origin, port: Port, failed: Attempt) -> Proposal | None:
@@ -156,7 +156,8 @@ class LLMProposer:
         to_fix = context["failure"]["slots_to_fix"] or [s["name"] for s in view["slots"]]
         grammar = slots_grammar(to_fix, optional=() if context["failure"]["slots_to_fix"] else to_fix)
         return self._ask(render("repair_port.j2", **context), origin.role, origin.round + 1, failed.candidate,
-                         lambda text, finished, _earlier: read(text, finished), short=True, grammar=grammar)
+                         lambda text, finished, _earlier: read(text, finished), short=True, grammar=grammar,
+                         base_fills=port.fills)
 
     def _kernel_grammar(self) -> str | None:
         """A small model answers with one ```cuda block, a whole file or the functions it changes (where
@@ -164,10 +165,14 @@ class LLMProposer:
         return KERNEL_GRAMMAR if self.small else None
 
     def _ask(self, prompt: str, role: str, round_: int, parent: Candidate, read: Reader,
-             short: bool, grammar: str | None = None) -> Proposal | None:
+             short: bool, grammar: str | None = None, parent_source: str | None = None,
+             base_fills: dict[str, str] | None = None) -> Proposal | None:
         """Ask; `read` makes the answer a kernel file (a whole file or edits against the text the prompt
         showed, or slot fills); re-ask once when the answer is unusable or no new answer, at a higher
-        temperature for the latter. `grammar`: the answer's form, where the server enforces one."""
+        temperature for the latter. `grammar`: the answer's form, where the server enforces one.
+        `parent_source` (the text `read` applies a file or edit answer to) and `base_fills` (the fills a
+        port's repair answer goes over) are kept in the call's row, so that training reads answers the
+        same way (`train/judge.py`)."""
         if not self.enabled:
             return None
         template = "system_port.j2" if role.startswith("port:") else "system_small.j2" if self.small else "system.j2"
@@ -200,7 +205,9 @@ class LLMProposer:
             if not completion.pop("replayed", False):
                 self._log({"type": "call", "call": self.calls, "role": role, "round": round_, "messages": messages,
                            **completion, "temperature": temperature, "parsed": parsed.kind, "feedback": problem,
-                           "kernel": label, **({"fills": port.fills} if port is not None else {})})
+                           "kernel": label, **({"fills": port.fills} if port is not None else {}),
+                           **({"parent_source": parent_source} if parent_source is not None else {}),
+                           **({"base_fills": base_fills} if base_fills is not None else {})})
             self.history.answered.append(Answered(role, round_, label, problem))
             if label is not None:
                 self.origins[label] = Origin(role, round_, self.calls, parent, port)

@@ -6,8 +6,9 @@ a model is always evaluated on tasks it did not train on.
 - `preference.{train,test}.jsonl`: prompt/chosen/rejected triples from answers to the same prompt, the
   better one chosen: a correct kernel over any failure, a faster correct one over a slower one, a
   failure of a later class over an earlier one (`rewards.LADDER`);
-- `prompts.{train,test}.jsonl`: each first prompt once, with its task and role, for RL: the reward
-  comes from evaluating the answers (`rewards.group_rewards`);
+- `prompts.{train,test}.jsonl`: each first prompt once, with what judging an answer to it needs (the
+  task file, the role, the parent's text, a port repair's earlier fills as JSON), for RL: the reward
+  comes from checking the answers (`judge.KernelReward`);
 - `manifest.json`: the counts, the split, and what was skipped.
 """
 
@@ -80,7 +81,8 @@ def prompt_rows(samples: list[Sample]) -> list[dict]:
     for s in samples:
         if s.first_ask and s.messages not in seen:
             seen.add(s.messages)
-            rows.append({"prompt": s.prompt, "task": s.task, "role": s.role})
+            rows.append({"prompt": s.prompt, "task": s.task, "role": s.role, "task_file": s.task_file,
+                         "parent": s.parent or "", "base_fills": json.dumps(dict(s.base_fills))})
     return rows
 
 

@@ -21,7 +21,7 @@ def check(task: Task, kernel_path: str | Path | None = None, knobs: Mapping[str,
     # a file the user names may include what lies beside it; every kernel, what lies beside the task's
     roots = tuple(dict.fromkeys([*([Path(kernel_path).parent.resolve()] if kernel_path else []),
                                  *include_roots, *task.kernel_folders()]))
-    kernel = load_kernel(kernel_path or task.path(task.baseline), knobs, flags, include_roots=roots)
+    kernel = load_kernel(kernel_path or task.baseline_path(), knobs, flags, include_roots=roots)
     problem = task.problem()
     if size is not None:
         problem.sizes = [case for case in problem.sizes if case.label == size]
@@ -29,11 +29,13 @@ def check(task: Task, kernel_path: str | Path | None = None, knobs: Mapping[str,
             raise ValueError(f"no size {size!r}; the task's sizes: {'; '.join(size_labels(task))}")
         settings = (settings or Settings()).model_copy(update={"time_it": False})
     evaluator = Evaluator(problem, worker, arch, settings)
-    is_baseline = kernel.path.resolve() == task.path(task.baseline) and not knobs and not flags
+    is_baseline = task.baseline is not None and kernel.path.resolve() == task.baseline_path() and not knobs \
+        and not flags
     if worker is not None and is_baseline and size is None:
         return evaluator.measure_baseline(kernel)
     timed = worker is not None and size is None
-    (outcome,) = evaluator.evaluate([kernel], beside=task.baseline_kernel() if timed else None, library=timed)
+    beside = task.baseline_kernel() if timed and task.baseline is not None else None  # none: timed beside the library
+    (outcome,) = evaluator.evaluate([kernel], beside=beside, library=timed)
     return outcome
 
 

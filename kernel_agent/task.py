@@ -6,6 +6,7 @@ import ast
 import hashlib
 import json
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -26,6 +27,7 @@ from sandbox import (
     Problem,
     SizeCase,
     evaluate,
+    evaluate_int,
     expr_names,
     load_kernel,
 )
@@ -37,6 +39,10 @@ class TaskError(ValueError):
     """A task file that cannot be used; each line names a field path and what was expected."""
 
 
+class NoStartingKernel(TaskError):
+    """The task has no baseline kernel, and what was asked needs one."""
+
+
 class Task(Strict):
     name: str = Field(pattern=IDENT)
     description: str = ""
@@ -45,6 +51,9 @@ class Task(Strict):
     reference: str = Field(description="'file.py:function', relative to the task file")
     library: str | None = Field(None, description="'file.py:function' taking torch tensors, timed alongside")
     dims: dict[str, int] = Field(description="the timed size")
+    derived: dict[str, str] = Field(default_factory=dict,
+                                    description="dims computed from the others at every size, e.g. n: rows * cols "
+                                                "(usable wherever a dim is: shapes, params, cost, directives)")
     check_sizes: list[dict[str, int]] = Field(min_length=1, description="extra correctness sizes")
     index_dtype: Literal["int32", "int64"] = "int32"
     inputs: dict[str, Input]
@@ -52,11 +61,14 @@ class Task(Strict):
     scalars: dict[str, Scalar] = Field(default_factory=dict)
     params: list[str] = Field(description="the kernel's parameter order: buffer, dim and scalar names")
     cost: Cost = Field(default_factory=Cost)
-    baseline: str = Field(description="path of the naive baseline kernel, relative to the task file")
+    baseline: str | None = Field(None, description="path of the naive baseline kernel, relative to the task file; "
+                                                   "none: the task has no starting kernel (a model writes the first)")
+    model_source: str | None = Field(None, description="the source the task was imported from (e.g. a KernelBench "
+                                                       "problem's PyTorch model), shown to models in prompts")
     variants: dict[str, str] = Field(default_factory=dict, description="expert variant kernels")
     root: Path = Field(Path("."), exclude=True, description="folder of the task file (set by the loader)")
 
-    @field_validator("reference", "library", "baseline")
+    @field_validator("reference", "library", "baseline", "model_source")
     @classmethod
     def _a_path(cls, value: str | None) -> str | None:
         if value is not None and any(ord(c) < 32 for c in value):
@@ -73,12 +85,16 @@ class Task(Strict):
     @model_validator(mode="after")
     def _consistent(self) -> Task:
         problems: list[str] = []
-        dim_names = set(self.dims)
         for size_index, size in enumerate(self.check_sizes):
-            if set(size) != dim_names:
-                problems.append(f"check_sizes.{size_index}: has dims {sorted(size)}, expected {sorted(dim_names)}")
+            if set(size) != set(self.dims):
+                problems.append(f"check_sizes.{size_index}: has dims {sorted(size)}, expected {sorted(self.dims)}")
+        if problems:  # the sizes below would not be whole
+            raise ValueError("; ".join(problems))
+        if problems := self._derived_problems():
+            raise ValueError("; ".join(problems))
+        dim_names = set(self.dims) | set(self.derived)
         index_max = INT_RANGES[self.index_dtype][1]
-        for size_index, size in enumerate([self.dims, *self.check_sizes]):
+        for size_index, size in enumerate(self.sizes):
             for dim, value in size.items():
                 if value < 1:
                     problems.append(f"dims: {dim}={value} must be at least 1 (size {size_index})")
@@ -90,7 +106,7 @@ class Task(Strict):
                 for axis in tensor.shape:
                     if isinstance(axis, str) and axis not in dim_names:
                         problems.append(f"{group}.{name}.shape: unknown dim {axis!r} (dims: {sorted(dim_names)})")
-        names = [*self.inputs, *self.outputs, *self.scalars, *self.dims]
+        names = [*self.inputs, *self.outputs, *self.scalars, *self.dims, *self.derived]
         duplicated = {n for n in names if names.count(n) > 1}
         if duplicated:
             problems.append(f"names used twice across inputs/outputs/scalars/dims: {sorted(duplicated)}")
@@ -114,10 +130,36 @@ class Task(Strict):
             raise ValueError("; ".join(problems))
         return self
 
+    def _derived_problems(self) -> list[str]:
+        """Each derived dim: a new name, an expression over the dims (and the derived dims before it), a
+        whole number at every size."""
+        problems, known = [], set(self.dims)
+        for name, text in self.derived.items():
+            where = f"derived.{name}"
+            if not re.match(IDENT, name) or name in self.dims:
+                problems.append(f"{where}: {'a dim of that name exists' if name in self.dims else 'not a name'}")
+                continue
+            try:
+                unknown = expr_names(text) - known
+            except ExprError as exc:
+                problems.append(f"{where}: {exc}")
+                continue
+            if unknown:
+                problems.append(f"{where}: unknown names {sorted(unknown)} (dims: {sorted(known)})")
+            known.add(name)
+        if problems:
+            return problems
+        for size in [self.dims, *self.check_sizes]:
+            try:
+                _with_derived(size, self.derived)
+            except ExprError as exc:
+                problems.append(f"derived: {exc} at {_label(size)}")
+        return problems
+
     @property
     def sizes(self) -> list[dict[str, int]]:
-        """Every size the kernel is checked on; the timed size comes first."""
-        return [self.dims, *self.check_sizes]
+        """Every size the kernel is checked on, with its derived dims; the timed size comes first."""
+        return [_with_derived(size, self.derived) for size in [self.dims, *self.check_sizes]]
 
     def path(self, relative: str) -> Path:
         return (self.root / relative).resolve()
@@ -132,8 +174,8 @@ class Task(Strict):
         cost, and the reference's and library's source. Names, family and kernel lists are left out, so
         a recording survives a new variant or a description edit, and nothing that changes a verdict."""
         fields = self.model_dump(mode="json", exclude_defaults=True,
-                                 include={"dims", "check_sizes", "index_dtype", "inputs", "outputs", "scalars",
-                                          "params", "cost"})
+                                 include={"dims", "derived", "check_sizes", "index_dtype", "inputs", "outputs",
+                                          "scalars", "params", "cost"})
         digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode())
         for spec in (self.reference, self.library):
             if spec is not None:
@@ -141,8 +183,13 @@ class Task(Strict):
         return digest.hexdigest()[:24]
 
     def reference_source(self) -> str:
-        """The source of the NumPy reference function (what the kernel must compute), or "" if it
-        cannot be read."""
+        """The source of what the kernel must compute: the file the task was imported from, else the NumPy
+        reference function; "" if it cannot be read."""
+        if self.model_source is not None:
+            try:
+                return self.path(self.model_source).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                return ""
         file, _, name = self.reference.partition(":")
         try:
             text = (Path(self.root) / file).read_text()
@@ -184,21 +231,30 @@ class Task(Strict):
                    for n, t in self.inputs.items()]
         buffers += [Buffer(name=n, role="output", dtype=t.dtype, shape=shape(t.shape), zeroed=t.accumulate,
                            exact=t.compare_exactly, atol=t.atol, rtol=t.rtol) for n, t in self.outputs.items()]
-        return SizeCase(label=_label(dims), dims=dims, buffers=buffers,
+        return SizeCase(label=_label({k: dims[k] for k in self.dims}), dims=dims, buffers=buffers,
                         scalars={n: s.value for n, s in self.scalars.items()},
                         bytes_moved=evaluate(self.cost.bytes, dims) if self.cost.bytes else None,
                         flops=evaluate(self.cost.flops, dims) if self.cost.flops else None)
 
+    def baseline_path(self) -> Path:
+        """The baseline kernel's file; NoStartingKernel when the task has none."""
+        if self.baseline is None:
+            raise NoStartingKernel(f"task {self.name} has no starting kernel (no baseline): a model writes the "
+                                   "first one (kagent optimize --llm ...), or give a kernel file")
+        return self.path(self.baseline)
+
     def baseline_kernel(self) -> Kernel:
         """The task's baseline kernel file, with the task's kernel folders as its include roots."""
-        return load_kernel(self.path(self.baseline), include_roots=self.kernel_folders())
+        return load_kernel(self.baseline_path(), include_roots=self.kernel_folders())
 
     def kernel_folders(self) -> tuple[Path, ...]:
         """The folders of the task's kernel files: what a kernel of the task may #include from."""
         return tuple(dict.fromkeys(path.parent for path in self.kernel_paths().values()))
 
     def kernel_paths(self) -> dict[str, Path]:
-        return {"baseline": self.path(self.baseline), **{k: self.path(v) for k, v in self.variants.items()}}
+        """The task's own kernel files by label (no "baseline" when it has no starting kernel)."""
+        base = {"baseline": self.path(self.baseline)} if self.baseline is not None else {}
+        return {**base, **{k: self.path(v) for k, v in self.variants.items()}}
 
 
 def _cost_problems(where: str, text: str, sizes: list[dict[str, int]]) -> list[str]:
@@ -211,6 +267,17 @@ def _cost_problems(where: str, text: str, sizes: list[dict[str, int]]) -> list[s
         if not math.isfinite(value) or value < 0:
             return [f"{where}: {text!r} is {value} at {_label(dims)}, not a finite number >= 0"]
     return []
+
+
+def _with_derived(dims: dict[str, int], derived: dict[str, str]) -> dict[str, int]:
+    """The size with its derived dims added in order; ExprError when one is not a whole number >= 1."""
+    full = dict(dims)
+    for name, text in derived.items():
+        value = evaluate_int(text, full)
+        if value < 1:
+            raise ExprError(f"derived dim {name} = {text} is {value}, not at least 1")
+        full[name] = value
+    return full
 
 
 def _label(dims: dict[str, int]) -> str:
@@ -254,8 +321,9 @@ def load_task(path: str | Path) -> Task:
         f"  {field}: file {rel!r} not found"
         for field, rel in [("reference", task.reference.split(":")[0]), ("baseline", task.baseline),
                            *[(f"variants.{k}", v) for k, v in task.variants.items()],
-                           *([("library", task.library.split(":")[0])] if task.library else [])]
-        if not task.path(rel).is_file()
+                           *([("library", task.library.split(":")[0])] if task.library else []),
+                           ("model_source", task.model_source)]
+        if rel is not None and not task.path(rel).is_file()
     ]
     for field, ref in [("reference", task.reference), ("library", task.library)]:
         if ref is not None and ref.count(":") != 1:

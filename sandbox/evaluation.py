@@ -181,7 +181,7 @@ class Evaluation:
             self.beat("reference", self.s.reference_timeout_s)
             input_specs = [b for b in case.buffers if b.role == "input"]
             outputs = [b for b in case.buffers if b.role == "output"]
-            return run_reference(self.reference, inputs, input_specs, case.scalars, outputs)
+            return run_reference(self.reference, inputs, input_specs, case.scalars, outputs, case.dims)
 
         return kept(("reference", self.req.reference, case.model_dump_json(), seed), compute)
 

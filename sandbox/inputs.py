@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +27,8 @@ def draw(buffer: Buffer, rng: np.random.Generator) -> np.ndarray:
         values = rng.integers(int(init.low), int(init.high), size=shape, endpoint=False)
     elif init.kind == "bernoulli":
         values = rng.random(size=shape) < init.p
+    elif init.kind == "choice":
+        values = rng.choice(np.asarray(init.values, dtype=np.float64), size=shape)
     elif init.kind == "arange":
         values = np.arange(buffer.count).reshape(shape) * init.std + init.mean
     else:
@@ -65,13 +68,23 @@ def load_function(spec: str) -> Callable:
         raise ImportError(f"{path} has no function {name!r}") from None
 
 
+def sizes_asked(function: Callable, dims: dict[str, int], given: set[str]) -> dict[str, int]:
+    """The dims a reference takes: those it names as parameters (not shadowed by a buffer or scalar)."""
+    try:
+        names = inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return {}
+    return {name: value for name, value in dims.items() if name in names and name not in given}
+
+
 def run_reference(
     function: Callable, inputs: dict[str, np.ndarray], input_buffers: list[Buffer],
-    scalars: dict, outputs: list[Buffer],
+    scalars: dict, outputs: list[Buffer], dims: dict[str, int] | None = None,
 ) -> dict[str, np.ndarray]:
-    """Call the reference with input values and scalars; return outputs in storage form, by name."""
+    """Call the reference with input values and scalars, and the dims it names as parameters; return
+    outputs in storage form, by name."""
     values = {b.name: to_values(inputs[b.name], lookup(b.dtype)).reshape(b.shape) for b in input_buffers}
-    result = function(**values, **scalars)
+    result = function(**values, **scalars, **sizes_asked(function, dims or {}, {*values, *scalars}))
     if isinstance(result, dict):
         produced = [result[o.name] for o in outputs]
     elif isinstance(result, (tuple, list)):

@@ -9,7 +9,7 @@ import numpy as np
 
 from .compare import compare
 from .dtypes import lookup, to_storage
-from .inputs import load_function
+from .inputs import load_function, sizes_asked
 from .outcome import Timing
 from .problem import Settings, SizeCase
 from .timing import EventTimer, repetitions, summarise
@@ -34,8 +34,10 @@ def _time(torch, function, case: SizeCase, inputs: dict[str, cp.ndarray], refere
             tensor = torch.from_dlpack(inputs[b.name].reshape(b.shape))
             tensors[b.name] = tensor.view(torch.bfloat16) if b.dtype == "bfloat16" else tensor
 
+    sizes = sizes_asked(function, case.dims, {*tensors, *case.scalars})
+
     def call():
-        return function(**tensors, **case.scalars)
+        return function(**tensors, **case.scalars, **sizes)
 
     flags = []
     result = call()

@@ -116,7 +116,7 @@ def _answer(function, case: SizeCase, seed: int, index: int) -> dict[str, np.nda
     outputs = [b for b in case.buffers if b.role == "output"]
     rng = np.random.default_rng([seed, index])
     inputs = {b.name: draw(b, rng) for b in specs}
-    return run_reference(function, inputs, specs, case.scalars, outputs)
+    return run_reference(function, inputs, specs, case.scalars, outputs, case.dims)
 
 
 def _trivial_passes(case: SizeCase, expected: dict[str, np.ndarray],

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from .outcome import Mismatch, Timing
 
@@ -12,13 +13,22 @@ from .outcome import Mismatch, Timing
 class Init(BaseModel):
     """How to fill an input with seeded random (or fixed) values."""
 
-    kind: Literal["normal", "uniform", "randint", "bernoulli", "constant", "arange"] = "normal"
+    kind: Literal["normal", "uniform", "randint", "bernoulli", "constant", "arange", "choice"] = "normal"
     mean: float = 0.0
     std: float = 1.0
     low: float = 0.0
     high: float = 1.0
     p: float = 0.5
     value: float = 0.0
+    values: list[float] = Field(default_factory=list, description="choice: the set drawn from, uniformly")
+
+    @model_validator(mode="after")
+    def _values_for_choice(self) -> Init:
+        if self.kind == "choice" and not self.values:
+            raise ValueError("kind choice needs values: the set to draw from, e.g. [-1, 1]")
+        if not all(math.isfinite(v) for v in self.values):
+            raise ValueError("values must be finite numbers")
+        return self
 
 
 class Buffer(BaseModel):

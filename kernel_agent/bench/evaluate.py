@@ -63,7 +63,7 @@ def as_written(task: Task, level: str, lane: Lane) -> TaskResult:
     fastest correct one stands for the task."""
     started = time.perf_counter()
     kernels = {label: path for label, path in task.kernel_paths().items() if label != "baseline"}
-    kernels = kernels or {"baseline": task.path(task.baseline)}
+    kernels = kernels or {"baseline": task.baseline_path()}
     outcomes = {label: evaluate_file(task, label, path, lane) for label, path in kernels.items()}
     timed = {label: o.timing.median_ms for label, (o, _) in outcomes.items() if o.status is Status.ok and o.timing}
     label = min(timed, key=timed.__getitem__) if timed else next(iter(outcomes))

@@ -12,6 +12,7 @@ Output folder:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from dataclasses import asdict, dataclass, field
@@ -81,7 +82,17 @@ def load_model(source: str) -> tuple[Any, Any]:
         raise FinetuneError(f"cannot load the model {source}: {exc}") from None
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
+    if extra:  # GGUF weights arrive dequantised to float; only the marks of a quantised model stop the trainer
+        _unmark_quantised(model)
     return model, tokenizer
+
+
+def _unmark_quantised(model: Any) -> None:
+    model.hf_quantizer = None
+    with contextlib.suppress(AttributeError):  # a plain attribute in some transformers releases
+        model.is_quantized = False
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
 
 
 def load_rows(config: FinetuneConfig) -> Any:

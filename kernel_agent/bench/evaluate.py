@@ -63,6 +63,10 @@ def as_written(task: Task, level: str, lane: Lane) -> TaskResult:
     fastest correct one stands for the task."""
     started = time.perf_counter()
     kernels = {label: path for label, path in task.kernel_paths().items() if label != "baseline"}
+    if not kernels and task.baseline is None:
+        outcome = Outcome(status=Status.not_run, message="no starting kernel: a model writes the first "
+                                                         "(--optimize --llm ...), or give kernels with --kernels DIR")
+        return task_result(task, level, "as-written", "-", outcome, lane, False, evaluations=0, started=started)
     kernels = kernels or {"baseline": task.baseline_path()}
     outcomes = {label: evaluate_file(task, label, path, lane) for label, path in kernels.items()}
     timed = {label: o.timing.median_ms for label, (o, _) in outcomes.items() if o.status is Status.ok and o.timing}
@@ -147,4 +151,4 @@ def task_result(task: Task, level: str, mode: str, kernel: str, outcome: Outcome
         message=outcome.message, time_ms=time_ms, baseline_ms=ms(outcome.baseline_timing),
         library_ms=ms(outcome.library_timing), roofline_ms=fraction * time_ms if fraction and time_ms else None,
         evaluations=evaluations, wall_s=round(time.perf_counter() - started, 2), gpu=lane.device,
-        replayed=replayed)
+        replayed=replayed, has_library=task.library is not None)

@@ -34,6 +34,8 @@ class TaskResult(BaseModel):
     wall_s: float = 0.0
     gpu: int | None = None
     replayed: bool = False
+    has_library: bool = Field(False, description="the task has a library function (e.g. torch eager): the task "
+                                                 "counts in fast_p vs the library whether or not it was timed")
 
     @field_validator("time_ms", "baseline_ms", "library_ms", "roofline_ms")
     @classmethod
@@ -67,8 +69,10 @@ class TaskResult(BaseModel):
         return f is not None and f > SUSPECT_FRACTION
 
     def record(self) -> dict:
-        """The fields (JSON-ready) plus the derived figures."""
-        return {**self.model_dump(mode="json"), "speedup": self.speedup, "library_speedup": self.library_speedup,
+        """The fields (JSON-ready) plus the derived figures; `has_library` only where set (the records
+        written before it existed read the same)."""
+        fields = self.model_dump(mode="json", exclude=set() if self.has_library else {"has_library"})
+        return {**fields, "speedup": self.speedup, "library_speedup": self.library_speedup,
                 "roofline_fraction": self.roofline_fraction, "suspect": self.suspect}
 
 
@@ -84,8 +88,10 @@ class BenchMetrics(BaseModel):
     correct: int
     correctness: float | None = Field(description="correct / tasks (not_run counts as not correct)")
     fast: dict[str, float | None] = Field(description="fast_p: share of ALL tasks correct with speedup > p")
-    library_tasks: int = Field(description="tasks with a library time")
-    fast_library: dict[str, float | None] = Field(description="fast_p vs the library, over library_tasks")
+    library_tasks: int = Field(description="tasks with a library function (or, in older results, a library time)")
+    fast_library: dict[str, float | None] = Field(description="fast_p vs the library, over library_tasks: as "
+                                                              "KernelBench's fast_p vs torch eager, a task that "
+                                                              "failed counts as not fast")
     timed: int = Field(description="correct tasks with a speedup vs the baseline")
     geomean_speedup: float | None
     library_timed: int = Field(description="correct tasks with a speedup vs the library")
@@ -109,7 +115,7 @@ def metrics(results: list[TaskResult], ps: tuple[float, ...] = DEFAULT_PS) -> Be
     """The suite's metrics from its per-task results (pure; no result is dropped)."""
     n = len(results)
     speedups = [r.speedup for r in results if r.speedup is not None]
-    with_library = [r for r in results if r.library_ms is not None]
+    with_library = [r for r in results if r.has_library or r.library_ms is not None]
     library_speedups = [r.library_speedup for r in with_library if r.library_speedup is not None]
     fractions = [r.roofline_fraction for r in results if r.roofline_fraction is not None and not r.suspect]
     failures = {s.value: c for s in Status if s != Status.ok and (c := sum(r.status == s for r in results))}

@@ -18,6 +18,7 @@ from sandbox import (
 
 from ..llm.settings import LLMConfigError, is_small_model, load_llm_config
 from ..optimize.executors import ExecutorError
+from ..optimize.first_kernel import FirstKernelError
 from ..optimize.run_config import LLMSettings, RunConfig, RunFolderError
 from ..optimize.session import (
     Hooks,
@@ -137,6 +138,8 @@ def optimize(
             JournalError, RunFolderError) as exc:
         _discard_unstarted(run_dir, created)
         fail(2, str(exc))
+    except FirstKernelError as exc:  # the run folder keeps the first kernel's session: a resume goes on from it
+        fail(1, f"{exc}; continue with --resume {run_dir}")
     except (ExecutorError, ToolchainError, SandboxError) as exc:
         kept = not _discard_unstarted(run_dir, created)
         hint = f" (every finished evaluation is kept: continue with --resume {run_dir})" if kept and run_dir else ""

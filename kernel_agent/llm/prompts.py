@@ -85,8 +85,10 @@ def task_context(task: Any) -> dict[str, Any]:
         "name": task.name,
         "description": task.description,
         "reference": task.reference_source(),
+        "reference_is_model": task.model_source is not None,
         "params": list(task.params),
         "dims": dict(task.dims),
+        "derived": dict(task.derived),
         "check_sizes": [dict(size) for size in task.check_sizes],
         "dtypes": dtypes_summary(task),
         "signature": signature(task),
@@ -109,8 +111,9 @@ def dtypes_summary(task: Any) -> str:
         lines.append(f"{name}: {tensor.dtype}[{_shape(tensor.shape)}] output ({how}{extra})")
     for name, scalar in task.scalars.items():
         lines.append(f"{name}: {scalar.dtype} scalar = {scalar.value}")
-    dims = ", ".join(task.dims)
+    dims = ", ".join([*task.dims, *task.derived])
     lines.append(f"{dims}: {task.index_dtype} dims")
+    lines += [f"{name} = {text} (a dim derived from the others)" for name, text in task.derived.items()]
     return "\n".join(lines)
 
 

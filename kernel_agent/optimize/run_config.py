@@ -54,6 +54,9 @@ class RunConfig(BaseModel):
     llm: LLMSettings | None = None
     given: list[str] = Field(default_factory=list, description="labels of the kernel files given with --kernel "
                                                                 "(kept in the run folder's given/)")
+    start: str | None = Field(None, description="for a task without a starting kernel: the run's start (a file in "
+                                                "the run folder: --kernel's, or the model's first kernel), which "
+                                                "stands as the task's baseline in this run")
     measured_on: str | None = Field(None, description="a compile-only run measured afterwards (`kagent measure`): "
                                                       "on this GPU (its name and architecture)")
     measured_at: str | None = Field(None, description="when `kagent measure` finished (local time, ISO 8601)")

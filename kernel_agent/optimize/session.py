@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
@@ -17,6 +18,7 @@ from sandbox import DirectiveError, GpuWorker, KernelError, Settings, detect_arc
 
 from ..files import new_folder
 from ..recording import recording_path
+from ..repair.checks import SharedGpu
 from ..seams import Attempt, Executor, Proposer, SearchState
 from ..skeletons import fitting
 from ..skeletons.winners import FOLDER as WINNERS_FOLDER
@@ -30,10 +32,15 @@ from .space import Space
 from .store import Store
 from .strategies import STRATEGIES, make_strategy
 
+if TYPE_CHECKING:
+    from ..llm.client import LLMClient
+
 EXECUTORS = ("auto", "gpu", "replay", "compile-only")
 
 
 GIVEN = "given"  # the run folder's copies of the --kernel files
+START = f"{GIVEN}/start.cu"  # a task without a starting kernel: the run's start (stands as its baseline)
+FIRST_KERNEL_ROUNDS = 3  # repair rounds for the model's first kernel
 
 
 class OptimizeInputError(ValueError):
@@ -94,6 +101,10 @@ def new_run(options: OptimizeOptions, notice: Callable[[str], None] = print) -> 
         raise OptimizeInputError(f"--executor must be one of {', '.join(EXECUTORS)}, got {options.executor!r}")
     check_strategy(options.strategy, options.llm)
     task = load_task(options.task_file)
+    starts = task.baseline is None and bool(options.kernels)  # the first --kernel is the run's start
+    if task.baseline is None and not options.kernels and options.llm is None:
+        raise OptimizeInputError(f"task {task.name} has no starting kernel: a model writes the first one "
+                                 "(--llm MODEL ...), or give one with --kernel FILE")
     executor = options.executor if options.executor != "auto" else _auto_executor(task, options, notice)
     if executor == "gpu" and detect_arch(options.device) is None:
         raise ExecutorError("--executor gpu: no CUDA GPU found on this machine (try --executor replay or "
@@ -108,7 +119,8 @@ def new_run(options: OptimizeOptions, notice: Callable[[str], None] = print) -> 
         arch="sm_90" if executor == "replay" else target_arch(), strategy=options.strategy, seed=options.seed,
         budget=options.budget, batch=options.batch, executor=executor, recording=str(rec) if rec else None,
         time_limit_s=options.time_limit_s, warm_start=options.warm_start, generic=executor == "gpu",
-        pins=dict(options.pins), llm=options.llm, given=_given_labels(task, options.kernels))
+        pins=dict(options.pins), llm=options.llm, given=_given_labels(task, options.kernels[starts:]),
+        start=START if starts else None)
     for path in options.kernels:
         try:
             load_kernel(path, include_roots=task.kernel_folders())  # as the run will: a copy, beside nothing
@@ -120,10 +132,19 @@ def new_run(options: OptimizeOptions, notice: Callable[[str], None] = print) -> 
             (folder / GIVEN).mkdir()
     except OSError as exc:
         raise OptimizeInputError(f"--out {options.out}: cannot write there ({exc.strerror or exc})") from None
-    for label, path in zip(config.given, options.kernels):
+    if starts:
+        shutil.copyfile(options.kernels[0], folder / START)
+    for label, path in zip(config.given, options.kernels[starts:]):
         shutil.copyfile(path, folder / GIVEN / f"{label}.cu")
     config.run_id = folder.name
-    return Run(config, folder, options.out, task)
+    return Run(config, folder, options.out, starting(task, config, folder))
+
+
+def starting(task: Task, config: RunConfig, folder: Path) -> Task:
+    """The task as the run sees it: a task without a starting kernel gets the run's start as its baseline."""
+    if task.baseline is not None or config.start is None:
+        return task
+    return task.model_copy(update={"baseline": str((folder / config.start).resolve())})
 
 
 def _given_labels(task: Task, kernels: list[Path]) -> list[str]:
@@ -168,7 +189,7 @@ def resume_run(out: Path, resume: str, given_as: str = "--resume") -> Run:
     for folder in [Path(resume), *sorted(out.glob(f"*/{resume}"))]:
         if (folder / "run.json").is_file():
             config = RunConfig.load(folder)
-            return Run(config, folder, out, load_task(config.task_file))
+            return Run(config, folder, out, starting(load_task(config.task_file), config, folder))
     raise OptimizeInputError(f"{given_as} {resume}: no run folder with a run.json "
                              f"(looked at {resume} and {out}/*/{resume})")
 
@@ -196,6 +217,8 @@ def execute(run: Run, settings: Settings | None = None, hooks: Hooks | None = No
     if config.measured_on:  # its journal holds GPU verdicts now: more compile-only attempts would mix with them
         raise OptimizeInputError(f"run {config.run_id} was measured on {config.measured_on} with `kagent measure`: "
                                  "its search cannot go on; start a new run")
+    if run.task.baseline is None:
+        _write_start(run, hooks.notice, llm_url, worker, device)
     space = run_space(run)
     config.save(run.folder)
     policy_path = PolicyBook.path(run.out / "policies", config.arch, config.family)
@@ -247,19 +270,48 @@ def execute(run: Run, settings: Settings | None = None, hooks: Hooks | None = No
     return result
 
 
-def _llm_proposer(run: Run, space: Space, notice: Callable[[str], None], url: str | None) -> Proposer | None:
+def _write_start(run: Run, notice: Callable[[str], None], url: str | None, worker: GpuWorker | None,
+                 device: int) -> None:
+    """A task without a starting kernel: the model writes the first (FirstKernelError when it cannot);
+    it is kept as the run's start and stands as the task's baseline from here on."""
+    from .first_kernel import first_kernel
+
     settings = run.config.llm
-    if settings is None:
-        return None
+    assert settings is not None  # new_run refuses such a task without a model or a --kernel
+    gpu = None
+    if run.config.executor == "gpu":
+        gpu = SharedGpu(device, worker)
+    try:
+        path = first_kernel(Path(run.config.task_file), run.task, run.folder, _client(settings, url), settings.small,
+                            run.config.arch, gpu, FIRST_KERNEL_ROUNDS, notice)
+    finally:
+        if gpu is not None:
+            gpu.close()
+    (run.folder / GIVEN).mkdir(exist_ok=True)
+    shutil.copyfile(path, run.folder / START)
+    run.config.start = START
+    run.config.save(run.folder)
+    run.task = starting(run.task, run.config, run.folder)
+
+
+def _client(settings: LLMSettings, url: str | None) -> LLMClient:
     from ..llm.client import LLMClient
-    from ..llm.proposer import LLMProposer
     from ..llm.settings import load_llm_config
 
     llm_config = load_llm_config(model=settings.model, base_url=url or settings.base_url,
                                  token_budget=settings.token_budget, timeout_s=settings.timeout_s,
                                  grammar=settings.grammar)
     assert llm_config is not None  # a model is named
-    proposer = LLMProposer(LLMClient(llm_config), run.task, space, run.folder, generic=run.config.generic,
+    return LLMClient(llm_config)
+
+
+def _llm_proposer(run: Run, space: Space, notice: Callable[[str], None], url: str | None) -> Proposer | None:
+    settings = run.config.llm
+    if settings is None:
+        return None
+    from ..llm.proposer import LLMProposer
+
+    proposer = LLMProposer(_client(settings, url), run.task, space, run.folder, generic=run.config.generic,
                            arch=run.config.arch, notice=notice, small=settings.small,
                            winners=run.out / WINNERS_FOLDER)
     if run.config.time_limit_s is not None:  # no model call outlives the run's time limit

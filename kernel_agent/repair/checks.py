@@ -52,9 +52,11 @@ class SharedGpu:
     """One GPU worker, started at the first check and shared by the checkers of every task (a session,
     or a whole benchmark); it restarts itself after a hang or a lost context."""
 
-    def __init__(self, device: int = 0):
+    def __init__(self, device: int = 0, worker: GpuWorker | None = None):
+        """`worker`: one already running (its owner closes it; `close` leaves it open)."""
         self.device = device
-        self._worker: GpuWorker | None = None
+        self._worker: GpuWorker | None = worker
+        self._owned = worker is None
 
     def worker(self) -> GpuWorker:
         if self._worker is None:
@@ -62,9 +64,9 @@ class SharedGpu:
         return self._worker
 
     def close(self) -> None:
-        if self._worker is not None:
+        if self._worker is not None and self._owned:
             self._worker.__exit__(None, None, None)
-            self._worker = None
+        self._worker = None
 
 
 class Checker:

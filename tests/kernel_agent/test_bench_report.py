@@ -165,3 +165,10 @@ def test_the_published_h200_bench_is_rebuilt_exactly_from_its_task_records(tmp_p
     assert json.loads((tmp_path / "results.json").read_text()) == doc
     assert (tmp_path / "report.md").read_text() == (published / "report.md").read_text()
     assert doc["metrics"]["correct"] == 15 and doc["environment"]["name"] == "NVIDIA H200"
+
+
+def test_a_task_with_a_library_function_counts_in_fast_p_vs_the_library_even_untimed():
+    """KernelBench's fast_p vs torch eager: a task that failed before anything was timed is not fast."""
+    m = metrics([result("a", library_ms=2.0, has_library=True),
+                 result("b", Status.compile_error, time_ms=None, has_library=True)])
+    assert m.library_tasks == 2 and m.fast_library["fast_1"] == 0.5

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 Setting = dict[str, int]
-OFFSETS = range(-24, 25)
-FACTORS = range(1, 9)
+OFFSETS = range(-32, 33)
+FACTORS = range(1, 17)
 
 
 def fit_axis(lengths: Sequence[int], settings: Sequence[Setting], sizes: Sequence[str]) -> str | int | None:

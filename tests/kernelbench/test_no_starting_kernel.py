@@ -5,6 +5,7 @@ run's start, kept across a resume; `bench` as written says what is missing."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -19,6 +20,7 @@ from tests.paths import ROOT
 torch = pytest.importorskip("torch")
 
 BROKEN_TANH = NAIVE_TANH.replace("tanhf(x[i]", "tanhf(xx[i]")
+TASK_LINE = re.compile(r"^## Task: (\S+)", re.MULTILINE)
 
 
 @pytest.fixture(scope="module")
@@ -96,3 +98,24 @@ def test_bench_as_written_says_what_is_missing(tanh_task, tmp_path):
     (report,) = (tmp_path / "bench").glob("*/results.json")
     rows = json.loads(report.read_text())["tasks"]
     assert rows[0]["status"] == "not_run" and "no starting kernel" in rows[0]["message"], result.output
+
+
+def test_bench_optimizes_an_imported_suite_with_the_fixture_served_model(tanh_task, tmp_path, no_gpu):
+    """The path the H200 bench takes (there on the GPU; here compile-only): each task's first kernel
+    comes from the model, which the routing server answers with the task's fixture kernel."""
+    from tests.llm.routing_server import RoutingOpenAI
+
+    config = config_file(tmp_path, timeout_s=5.0, max_attempts=1)
+    with RoutingOpenAI({"l1_01_scaled_tanh": NAIVE_TANH}) as server:
+        result = CliRunner().invoke(app, ["bench", str(tanh_task.parent), "--optimize", "--budget", "2",
+                                          "--out", str(tmp_path / "bench"), "--llm", "fixture",
+                                          "--llm-base-url", server.base_url],
+                                    env={"KAGENT_CONFIG": str(config), "OPENAI_API_KEY": ""})
+        first = TASK_LINE.search(server.requests[0]["messages"][-1]["content"])
+    assert result.exit_code == 0, result.output
+    (report,) = (tmp_path / "bench").glob("*/results.json")
+    (row,) = json.loads(report.read_text())["tasks"]
+    assert row["status"] == "not_run" and row["has_library"], row  # compiled; no GPU to run it here
+    assert first is not None and first.group(1) == "l1_01_scaled_tanh"
+    (start,) = (tmp_path / "bench").glob("*/optimize/l1_01_scaled_tanh/*/given/start.cu")
+    assert start.read_text() == NAIVE_TANH

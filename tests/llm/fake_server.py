@@ -231,8 +231,9 @@ class FakeOpenAI:
         assert self._base_url, "start the server first"
         return self._base_url
 
-    def start(self) -> FakeOpenAI:
-        self._server = _Server(("127.0.0.1", 0), _Handler)
+    def start(self, port: int = 0) -> FakeOpenAI:
+        """Serve on `port` (0: any free one)."""
+        self._server = _Server(("127.0.0.1", port), _Handler)
         self._server.fake = self
         host, port = self._server.server_address[:2]
         self._base_url = f"http://{host}:{port}/v1"

@@ -113,6 +113,15 @@ class Task(Strict):
         for index, param in enumerate(self.params):
             if param not in names:
                 problems.append(f"params.{index}: unknown name {param!r} (known: {', '.join(names)})")
+        for name, tensor in self.inputs.items():
+            for bound, text in tensor.init.expressions().items():
+                try:
+                    unknown = expr_names(text) - dim_names
+                except ExprError as exc:
+                    problems.append(f"inputs.{name}.init.{bound}: {exc}")
+                    continue
+                if unknown:
+                    problems.append(f"inputs.{name}.init.{bound}: unknown names {sorted(unknown)}")
         for field_name in ("bytes", "flops"):
             text = getattr(self.cost, field_name)
             if text is None:
@@ -227,7 +236,7 @@ class Task(Strict):
         def shape(axes: list[str | int]) -> list[int]:
             return [dims[a] if isinstance(a, str) else int(a) for a in axes]
 
-        buffers = [Buffer(name=n, role="input", dtype=t.dtype, shape=shape(t.shape), init=t.init)
+        buffers = [Buffer(name=n, role="input", dtype=t.dtype, shape=shape(t.shape), init=t.init.at(dims))
                    for n, t in self.inputs.items()]
         buffers += [Buffer(name=n, role="output", dtype=t.dtype, shape=shape(t.shape), zeroed=t.accumulate,
                            exact=t.compare_exactly, atol=t.atol, rtol=t.rtol) for n, t in self.outputs.items()]

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from sandbox import DTYPES, Init
+from sandbox import DTYPES, Init, evaluate
 
 IDENT = r"^[A-Za-z_]\w*$"
 INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
@@ -39,8 +39,25 @@ class Tensor(Strict):
         return value
 
 
+class InputInit(Init):
+    """An input's Init whose bounds may also be expressions of the dims, e.g. `high: num_classes` for
+    class indices: evaluated at each size (`at`)."""
+
+    # widened on purpose (a dim expression is allowed here); `at` gives the sandbox its numbers-only Init
+    low: float | str = 0.0  # type: ignore[assignment]
+    high: float | str = 1.0  # type: ignore[assignment]
+
+    def expressions(self) -> dict[str, str]:
+        return {k: v for k, v in (("low", self.low), ("high", self.high)) if isinstance(v, str)}
+
+    def at(self, dims: dict[str, int]) -> Init:
+        """The Init at one size: the sandbox's, numbers only."""
+        values = {k: evaluate(v, dims) for k, v in self.expressions().items()}
+        return Init.model_validate({**self.model_dump(), **values})
+
+
 class Input(Tensor):
-    init: Init = Field(default_factory=Init, description="how random inputs are drawn")
+    init: InputInit = Field(default_factory=InputInit, description="how random inputs are drawn")
 
 
 class Output(Tensor):

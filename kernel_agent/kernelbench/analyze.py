@@ -186,8 +186,19 @@ def _tensor(name: str, source: str, key: str | int, metas: list[Tensors], settin
     for t, setting in zip(real, settings[1:]):  # the meta shapes must be what really comes out
         if list(t.shape) != [axis_length(a, setting, derived) for a in shape]:
             raise ProblemError(f"{name}'s shape at a check size is not what its shape on the meta device says")
-    return Tensor(name=name, source=source, key=key, dtype=dtype, shape=shape,
-                  init=_init([*real, *samples]) if source != "output" else {})
+    init = _init([*real, *samples]) if source != "output" else {}
+    if init.get("kind") == "randint":
+        init["high"] = _int_bound(int(init["high"]), real, settings[1:], sizes)
+    return Tensor(name=name, source=source, key=key, dtype=dtype, shape=shape, init=init)
+
+
+def _int_bound(high: int, real: list[Any], checks: list[Setting], sizes: list[str]) -> int | str:
+    """An integer input's upper bound as a size constant where it follows one (class indices drawn below
+    `num_classes`): the largest check setting's draws reach it, and no check size's draws pass it."""
+    for name in sizes:
+        if checks[-1][name] == high and all(int(t.max()) < s[name] for t, s in zip(real, checks) if t.numel()):
+            return name
+    return high
 
 
 def _derive(name: str, axis: int, text: str, derived: dict[str, str]) -> str:

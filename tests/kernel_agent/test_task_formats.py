@@ -97,3 +97,14 @@ def test_a_reference_gets_the_dims_it_names_and_no_others():
     got = run_reference(reference, {"x": np.ones(6, np.float32)}, [x], {"scale": 2.0}, [out],
                         {"rows": 2, "cols": 3})
     assert seen == {"cols": 3} and got["y"].tolist() == [2.0] * 6
+
+
+def test_an_init_bound_may_follow_a_dim(tmp_path):
+    inputs = {"pred": {"shape": ["rows", "cols"]},
+              "target": {"shape": ["n"], "dtype": "int32", "init": {"kind": "randint", "low": 0, "high": "cols"}}}
+    task = load_task(task_file(tmp_path, inputs=inputs))
+    inits = [next(b.init for b in case.buffers if b.name == "target") for case in task.problem().sizes]
+    assert [i.high for i in inits] == [96, 5, 33]
+    inputs["target"]["init"]["high"] = "classes"
+    with pytest.raises(TaskError, match="inputs.target.init.high: unknown names \\['classes'\\]"):
+        load_task(task_file(tmp_path, inputs=inputs))

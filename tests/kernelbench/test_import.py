@@ -54,7 +54,7 @@ def test_each_problem_imports_and_validates_or_is_rejected_for_its_reason(import
             assert row["status"] == "rejected" and row["task"] is None, file.name
     assert "a random op in its forward" in report["13_Dropout_in_forward.py"]["reason"]
     assert "shape depends on the data" in report["14_Select_positive.py"]["reason"]
-    assert result.exit_code == 1 and "12 of 14 imported and valid; 2 rejected" in result.output
+    assert result.exit_code == 1 and "13 of 15 imported and valid; 2 rejected" in result.output
 
 
 def test_shapes_are_named_by_the_size_constants_even_where_two_share_a_value(imported):
@@ -79,6 +79,9 @@ def test_parameters_scalars_value_sets_and_int_outputs(imported):
     assert hinge.outputs["out"].shape == []
     leaky = load_task(out / "kb_05_leaky_with_scalar_alpha.yaml")
     assert leaky.scalars["alpha"].value == 0.5 and "alpha" in leaky.params
+    labels = load_task(out / "kb_15_class_index_loss.yaml").inputs["labels"]
+    assert labels.dtype == "int64" and (labels.init.kind, labels.init.low, labels.init.high) == \
+        ("randint", 0, "num_classes")  # the bound follows the size: valid indices at every check size
     argmax = load_task(out / "kb_02_argmax_over_dim1.yaml")
     assert argmax.outputs["out"].dtype == "int64" and argmax.outputs["out"].compare_exactly
     norm = load_task(out / "kb_11_layernorm_affine.yaml")  # unit weights are spread: ignoring them must fail

@@ -1,0 +1,16 @@
+// @kagent entry: swish
+// @kagent grid: ceil_div(batch_size * dim, 256)
+// @kagent block: 256
+// @kagent smem: 0
+//
+// KernelBench level1/25_Swish.py: one thread per element of the (batch_size, dim) tensor,
+// 64-bit flat index (batch_size * dim is about 1.6e9 at the timed size).
+// x * torch.sigmoid(x), computed in that order (sigmoid first, then the product).
+
+extern "C" __global__ void swish(const float* x, float* out, int batch_size, int dim) {
+    const long long n = (long long)batch_size * dim;
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const float v = x[i];
+    out[i] = v * (1.f / (1.f + expf(-v)));
+}

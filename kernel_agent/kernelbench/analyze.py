@@ -66,10 +66,13 @@ def analyze(path: Path) -> Analysis:
     except ProblemError as exc:
         _unless_data_dependent(source, path, constants)
         raise exc
-    sizes = [c for c in constants if _moves_inputs(source, path, c, constants[c], timed)]
+    moves = {c: _moves_inputs(source, path, c, constants[c], timed) for c in constants}
+    sizes = [c for c, moved in moves.items() if moved is True]
     if not sizes:
-        raise ProblemError("no module-level integer constant sets the shape of an input or parameter (nothing "
-                           "to scale)")
+        stuck = [c for c, moved in moves.items() if moved is None]
+        raise ProblemError(f"its size constants cannot be changed one at a time (changing {', '.join(stuck)} alone "
+                           "breaks it)" if stuck else "no module-level integer constant sets the shape of an input "
+                           "or parameter (nothing to scale)")
     timed_setting = {c: constants[c] for c in sizes}
     checks = _check_settings(source, path, timed_setting)
     if not checks:
@@ -129,19 +132,21 @@ def _shapes(tensors: Tensors) -> list[tuple[int, ...]]:
     return [tuple(t.shape) for t in [*tensors.inputs, *tensors.params.values()] if hasattr(t, "shape")]
 
 
-def _moves_inputs(source: str, path: Path, name: str, value: int, timed: Tensors) -> bool:
-    """A size constant: changing it changes the shape of some input or parameter of the model."""
+def _moves_inputs(source: str, path: Path, name: str, value: int, timed: Tensors) -> bool | None:
+    """A size constant: changing it changes the shape of some input or parameter of the model (None:
+    every change tried broke the problem)."""
     before = _shapes(timed)
-    for other in (value + 2, max(1, value // 2)):
-        if other == value:
-            continue
+    broke = 0
+    tried = [other for other in (value + 2, max(1, value // 2)) if other != value]
+    for other in tried:
         try:
             moved = run_at(source, str(path), {name: other}, meta=True)
         except ProblemError:
+            broke += 1
             continue
         if _shapes(moved) != before:
             return True
-    return False
+    return None if tried and broke == len(tried) else False
 
 
 def _check_settings(source: str, path: Path, timed: Setting) -> list[Setting]:

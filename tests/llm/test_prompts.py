@@ -90,6 +90,7 @@ def contexts(task, source, search) -> dict[str, dict]:
         "repair_nondeterministic": dict(failing, size="rows=257, cols=1000",
                                         message="wrong y, different between two identical runs"),
         "repair_blind": dict(task=task, source=source),
+        "write_kernel": dict(task=task),
         "repair_unparsed": dict(feedback="SEARCH/REPLACE block 1: its SEARCH text does not appear in the "
                                 "parent kernel.", small=False, short=False),
         "port": dict(task=task, naive=source, skeleton=SKELETON, earlier=["llm1 (port:elementwise): compile_error"],
@@ -115,7 +116,8 @@ def test_the_port_prompts_show_contracts_and_the_fills_to_fix(contexts):
 
 
 def test_the_template_list_is_complete():
-    expected = {"system", "system_small", "system_port", "planner", "port", "repair_port", "repair_blind", *(f"specialist_{a}" for a in SPECIALISTS),
+    expected = {"system", "system_small", "system_port", "planner", "port", "repair_port", "repair_blind",
+                "write_kernel", *(f"specialist_{a}" for a in SPECIALISTS),
                 *(f"repair_{r}" for r in REPAIRS)}
     assert set(template_names()) == expected
     assert not any(name.startswith("_") for name in template_names())

@@ -69,9 +69,10 @@ def _first_answer(task_file: Path, task: Task, session_dir: Path, client: LLMCli
             session_dir.mkdir(parents=True, exist_ok=True)
             answer = session_dir / "answer.cu"
             answer.write_text(parsed.source, encoding="utf-8")
-            session = RepairSession.start(session_dir, task_file, answer)
+            session = RepairSession.start(session_dir, task_file, answer, call=len(rows))  # its verdicts join it
             for row in rows:
-                session.log({**row, "call": session.next_call(), "version": None})
+                session.log({**row, "call": session.next_call(), "version": None,
+                             "kernel": "v001" if row is rows[-1] else None})
             return session
         messages = [*messages, {"role": "assistant", "content": c.text},
                     {"role": "user", "content": render("repair_unparsed.j2", feedback=parsed.feedback, small=small,

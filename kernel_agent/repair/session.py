@@ -53,7 +53,8 @@ class RepairSession:
 
     @classmethod
     def start(cls, folder: Path, task_file: Path, kernel_file: Path, knobs: dict[str, str] | None = None,
-              checks_from: tuple[Path, ...] = ()) -> RepairSession:
+              checks_from: tuple[Path, ...] = (), call: int | None = None) -> RepairSession:
+        """A new session on `kernel_file`; `call`: the model call (logged next) whose answer the file is."""
         try:
             task = load_task(task_file)
         except TaskError as exc:
@@ -69,7 +70,7 @@ class RepairSession:
                            started=_now(), history=History())
         session = cls(folder, info, task, checks_from)
         session.log({"type": "start", "task": info.task, "task_name": task.name, "kernel": info.kernel})
-        session.add(source, "original", f"from {kernel_file}", knobs or {})
+        session.add(source, "original", f"from {kernel_file}", knobs or {}, call=call)
         return session
 
     @classmethod

@@ -78,6 +78,9 @@ def test_the_models_first_kernel_is_repaired_and_becomes_the_start(tanh_task, tm
     checks = [r["status"] for r in transcript if r["type"] == "check"]
     assert checks == ["compile_error", "not_run"]
     assert [r["role"] for r in transcript if r["type"] == "call"] == ["first kernel", "repair"]
+    # each answer's verdict joins its call: what `kagent export` reads for fine-tuning
+    assert [(r["call"], r["status"]) for r in transcript if r["type"] == "result"] == [(1, "compile_error"),
+                                                                                       (2, "not_run")]
     # resumed: the start is the model's kernel still, and no new first kernel is asked for
     again = CliRunner().invoke(app, ["optimize", "--resume", str(run_dir), "--budget", "4", "--out",
                                      str(tmp_path / "out")], env={"KAGENT_CONFIG": str(config)})

@@ -114,25 +114,14 @@ class Task(Strict):
             if param not in names:
                 problems.append(f"params.{index}: unknown name {param!r} (known: {', '.join(names)})")
         for name, tensor in self.inputs.items():
-            for bound, text in tensor.init.expressions().items():
-                try:
-                    unknown = expr_names(text) - dim_names
-                except ExprError as exc:
-                    problems.append(f"inputs.{name}.init.{bound}: {exc}")
-                    continue
-                if unknown:
-                    problems.append(f"inputs.{name}.init.{bound}: unknown names {sorted(unknown)}")
+            problems += [p for bound, text in tensor.init.expressions().items()
+                         if (p := _names_problem(f"inputs.{name}.init.{bound}", text, dim_names))]
         for field_name in ("bytes", "flops"):
             text = getattr(self.cost, field_name)
             if text is None:
                 continue
-            try:
-                unknown = expr_names(text) - dim_names
-            except ExprError as exc:
-                problems.append(f"cost.{field_name}: {exc}")
-                continue
-            if unknown:
-                problems.append(f"cost.{field_name}: unknown names {sorted(unknown)}")
+            if problem := _names_problem(f"cost.{field_name}", text, dim_names):
+                problems.append(problem)
                 continue
             problems += _cost_problems(f"cost.{field_name}", text, self.sizes)
         if problems:
@@ -148,13 +137,8 @@ class Task(Strict):
             if not re.match(IDENT, name) or name in self.dims:
                 problems.append(f"{where}: {'a dim of that name exists' if name in self.dims else 'not a name'}")
                 continue
-            try:
-                unknown = expr_names(text) - known
-            except ExprError as exc:
-                problems.append(f"{where}: {exc}")
-                continue
-            if unknown:
-                problems.append(f"{where}: unknown names {sorted(unknown)} (dims: {sorted(known)})")
+            if problem := _names_problem(where, text, known):
+                problems.append(f"{problem} (dims: {sorted(known)})")
             known.add(name)
         if problems:
             return problems
@@ -264,6 +248,15 @@ class Task(Strict):
         """The task's own kernel files by label (no "baseline" when it has no starting kernel)."""
         base = {"baseline": self.path(self.baseline)} if self.baseline is not None else {}
         return {**base, **{k: self.path(v) for k, v in self.variants.items()}}
+
+
+def _names_problem(where: str, text: str, known: set[str]) -> str | None:
+    """What is wrong with an expression's names (it does not parse, or names what is not known), or None."""
+    try:
+        unknown = expr_names(text) - known
+    except ExprError as exc:
+        return f"{where}: {exc}"
+    return f"{where}: unknown names {sorted(unknown)}" if unknown else None
 
 
 def _cost_problems(where: str, text: str, sizes: list[dict[str, int]]) -> list[str]:

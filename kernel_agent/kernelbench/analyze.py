@@ -18,6 +18,7 @@ DTYPES = {"torch.float32": "float32", "torch.float16": "float16", "torch.bfloat1
           "torch.int8": "int8", "torch.uint8": "uint8"}
 CHECK_SIZES = 3  # check sizes wanted besides the timed one
 STAT_RUNS = 16  # draws of the inputs at a check size, to tell how their values are distributed
+MAX_CHECK_ELEMENTS = 1 << 24  # elements of every input, parameter and output together at a check size
 SMALL_STARTS = (3, 9, 17, 33, 65)  # the first constant's value in each attempt; the others follow by 2
 
 
@@ -128,6 +129,11 @@ def _unless_data_dependent(source: str, path: Path, constants: dict[str, int]) -
                        "shape-only form)")
 
 
+def _elements(tensors: Tensors) -> int:
+    every = [*tensors.inputs, *tensors.params.values(), *tensors.outputs]
+    return sum(t.numel() for t in every if hasattr(t, "numel"))
+
+
 def _shapes(tensors: Tensors) -> list[tuple[int, ...]]:
     return [tuple(t.shape) for t in [*tensors.inputs, *tensors.params.values()] if hasattr(t, "shape")]
 
@@ -162,7 +168,9 @@ def _check_settings(source: str, path: Path, timed: Setting) -> list[Setting]:
         if setting == timed or setting in found:
             continue
         try:
-            run_at(source, str(path), setting, meta=True)
+            shapes = run_at(source, str(path), setting, meta=True)
+            if _elements(shapes) > MAX_CHECK_ELEMENTS:  # a check size is small: this is no check size
+                continue
             run_at(source, str(path), setting, meta=False)
         except ProblemError:
             continue

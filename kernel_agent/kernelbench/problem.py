@@ -38,16 +38,29 @@ def int_constants(source: str) -> dict[str, int]:
     for node in tree.body:
         if not isinstance(node, ast.Assign):
             continue
-        try:
-            value = eval(compile(ast.Expression(node.value), "<constant>", "eval"), {"__builtins__": {}}, namespace)
-        except Exception:
-            continue
-        for target in node.targets:
-            if isinstance(target, ast.Name):
-                namespace[target.id] = value
-                if isinstance(value, int) and not isinstance(value, bool):
-                    found[target.id] = value
+        for name, expression in _bindings(node):
+            try:
+                value = eval(compile(ast.Expression(expression), "<constant>", "eval"), {"__builtins__": {}},
+                             namespace)
+            except Exception:  # an expression over torch or a function: not a constant
+                continue
+            namespace[name] = value
+            if isinstance(value, int) and not isinstance(value, bool):
+                found[name] = value
     return found
+
+
+def _bindings(node: ast.Assign) -> list[tuple[str, ast.expr]]:
+    """The names an assignment binds with the expression of each: `a = b = 8` binds both to 8, and
+    `d, h, w = 32, 64, 64` each to its own (other unpackings bind nothing here)."""
+    out: list[tuple[str, ast.expr]] = []
+    for target in node.targets:
+        if isinstance(target, ast.Name):
+            out.append((target.id, node.value))
+        elif isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple) \
+                and len(target.elts) == len(node.value.elts):
+            out += [(t.id, v) for t, v in zip(target.elts, node.value.elts) if isinstance(t, ast.Name)]
+    return out
 
 
 def rewritten(source: str, values: dict[str, int]) -> str:
@@ -56,15 +69,13 @@ def rewritten(source: str, values: dict[str, int]) -> str:
     tree = _parse(source)
     body: list[ast.stmt] = []
     for node in tree.body:
-        names = [t.id for t in node.targets if isinstance(t, ast.Name)] if isinstance(node, ast.Assign) else []
-        if not any(n in values for n in names):
+        bound = _bindings(node) if isinstance(node, ast.Assign) else []
+        if not any(name in values for name, _ in bound):
             body.append(node)
             continue
-        assert isinstance(node, ast.Assign)
-        for target in node.targets:
-            new_value = ast.Constant(values[target.id]) if isinstance(target, ast.Name) and target.id in values \
-                else node.value
-            body.append(ast.copy_location(ast.Assign(targets=[target], value=new_value), node))
+        for name, expression in bound:  # one assignment per name (an unpacking's other targets are kept)
+            new_value = ast.Constant(values[name]) if name in values else expression
+            body.append(ast.copy_location(ast.Assign(targets=[ast.Name(name, ast.Store())], value=new_value), node))
     tree.body = body
     return ast.unparse(ast.fix_missing_locations(tree))
 

@@ -15,7 +15,7 @@ FACTORS = range(1, 17)
 
 @dataclass(frozen=True)
 class Form:
-    """`(a * scale + sign * b + offset) // divide + plus`, with b optional: every candidate's shape."""
+    """`((a // pre) * scale + sign * b + offset) // divide + plus`, with b optional: every candidate's shape."""
 
     a: str
     b: str | None = None
@@ -24,13 +24,15 @@ class Form:
     offset: int = 0
     divide: int = 1
     plus: int = 0
+    pre: int = 1
 
     def value(self, s: Setting) -> int:
-        inner = s[self.a] * self.scale + (self.sign * s[self.b] if self.b else 0) + self.offset
+        inner = s[self.a] // self.pre * self.scale + (self.sign * s[self.b] if self.b else 0) + self.offset
         return inner // self.divide + self.plus
 
     def text(self) -> str:
-        inner = self.a + (f" * {self.scale}" if self.scale != 1 else "")
+        inner = (f"{self.a} // {self.pre}" if self.pre != 1 else self.a) + (f" * {self.scale}" if self.scale != 1
+                                                                            else "")
         if self.b:
             inner += f" {'+' if self.sign > 0 else '-'} {self.b}"
         if self.offset:
@@ -38,7 +40,7 @@ class Form:
         if self.divide == 1:
             return inner
         return f"({inner}) // {self.divide}" + (f" + {self.plus}" if self.plus else "") \
-            if (self.b or self.offset or self.scale != 1) else f"{inner} // {self.divide}"
+            if (self.b or self.offset or self.scale != 1 or self.pre != 1) else f"{inner} // {self.divide}"
 
 
 def fit_axis(lengths: Sequence[int], settings: Sequence[Setting], sizes: Sequence[str]) -> str | int | None:
@@ -89,10 +91,19 @@ def _candidates(sizes: Sequence[str]) -> Iterator[Form]:
                 else:
                     yield Form(c, offset=off, divide=k, plus=1)
                     yield Form(c, scale=k, offset=off)
+    for a in sizes:  # pooled, then scaled back up (a pool before a transposed convolution)
+        for pre in FACTORS[1:]:
+            for k in FACTORS:
+                for off in OFFSETS:
+                    yield Form(a, pre=pre, scale=k, offset=off)
     for a in sizes:
         for b in sizes:
             if a == b:
                 continue
+            for pre in FACTORS[1:5]:
+                for k in FACTORS[:4]:
+                    for off in OFFSETS:
+                        yield Form(a, b, 1, pre=pre, scale=k, offset=off)
             for sign in (1, -1):
                 for k in FACTORS:
                     for off in OFFSETS:

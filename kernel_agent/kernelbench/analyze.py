@@ -19,7 +19,7 @@ DTYPES = {"torch.float32": "float32", "torch.float16": "float16", "torch.bfloat1
 CHECK_SIZES = 3  # check sizes wanted besides the timed one
 STAT_RUNS = 16  # draws of the inputs at a check size, to tell how their values are distributed
 MAX_CHECK_ELEMENTS = 1 << 24  # elements of every input, parameter and output together at a check size
-SMALL_STARTS = (3, 5, 7, 9, 11, 13, 17, 21, 25, 33, 65)  # the first constant's value in each attempt; others follow by 2
+SMALL_STARTS = (3, 5, 7, 9, 11, 13, 17, 21, 25, 33, 65)  # the first constant's value per attempt (others +2)
 
 
 @dataclass

@@ -75,10 +75,11 @@ def analyze(path: Path) -> Analysis:
                            "breaks it)" if stuck else "no module-level integer constant sets the shape of an input "
                            "or parameter (nothing to scale)")
     timed_setting = {c: constants[c] for c in sizes}
-    checks = _check_settings(source, path, timed_setting)
+    found = _check_settings(source, path, timed_setting)
+    checks = [setting for setting, _, _ in found]
     if not checks:
         raise ProblemError("no smaller setting of its size constants runs, so there are no check sizes")
-    real = [run_at(source, str(path), s, meta=False) for s in checks]
+    real = [built for _, _, built in found]
     samples = [run_at(source, str(path), checks[-1], meta=False, seed=seed) for seed in range(1, STAT_RUNS)]
     again = run_at(source, str(path), checks[0], meta=False, forward_seed=1)  # same inputs, other random state
     for first, second in zip(real[0].outputs, again.outputs):
@@ -87,7 +88,7 @@ def analyze(path: Path) -> Analysis:
         if not torch.equal(first.nan_to_num(), second.nan_to_num()):
             raise ProblemError("a random op in its forward (two runs on the same inputs differ)")
     settings = [timed_setting, *checks]
-    metas = [timed, *[run_at(source, str(path), s, meta=True) for s in checks]]
+    metas = [timed, *[shapes for _, shapes, _ in found]]
     names = forward_parameter_names(module, len(timed.inputs))
     tensors: list[Tensor] = []
     scalars: dict[str, tuple[str, float | int, int]] = {}
@@ -155,26 +156,27 @@ def _moves_inputs(source: str, path: Path, name: str, value: int, timed: Tensors
     return None if tried and broke == len(tried) else False
 
 
-def _check_settings(source: str, path: Path, timed: Setting) -> list[Setting]:
-    """Up to CHECK_SIZES smaller settings that run (on shapes, then for real): the constants given
-    distinct small odd values, never above their timed ones; else the timed ones divided down."""
+def _check_settings(source: str, path: Path, timed: Setting) -> list[tuple[Setting, Tensors, Tensors]]:
+    """Up to CHECK_SIZES smaller settings that run (on shapes, then for real), each with what it built
+    on the meta device and for real: the constants given distinct small odd values, never above their
+    timed ones; else the timed ones divided down."""
     attempts: list[Setting] = []
     for start in SMALL_STARTS:
         attempts.append({c: min(v, start + 2 * i) for i, (c, v) in enumerate(timed.items())})
     for divisor in (64, 16, 256, 8, 4):
         attempts.append({c: max(1, v // divisor) for c, v in timed.items()})
-    found: list[Setting] = []
+    found: list[tuple[Setting, Tensors, Tensors]] = []
     for setting in attempts:
-        if setting == timed or setting in found:
+        if setting == timed or any(setting == f[0] for f in found):
             continue
         try:
             shapes = run_at(source, str(path), setting, meta=True)
             if _elements(shapes) > MAX_CHECK_ELEMENTS:  # a check size is small: this is no check size
                 continue
-            run_at(source, str(path), setting, meta=False)
+            built = run_at(source, str(path), setting, meta=False)
         except ProblemError:
             continue
-        found.append(setting)
+        found.append((setting, shapes, built))
         if len(found) == CHECK_SIZES:
             break
     return found

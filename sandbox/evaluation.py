@@ -154,6 +154,8 @@ class Evaluation:
                 raise KernelFailure(Status.wrong_result, f"out-of-bounds write at {label}: {violation}",
                                     Mismatch(size=label, phase="guard", output=buffer.spec.name, detail=violation))
         for name, original in inputs.items():
+            if not buffers[name].modified():  # a checksum on the device; the bytes come back only if it changed
+                continue
             now = buffers[name].download()
             if same_bytes(now, original):
                 continue

@@ -3,29 +3,40 @@ checks many candidates against one reference), and page-locked memory for downlo
 
 from __future__ import annotations
 
+import os
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-import cupy as cp
-
 ENTRIES = 24  # inputs and references of a task's sizes, two seeds each
+# and at most half the machine's memory: a KernelBench input alone can be 6.4 GB, and a task's timed size
+# with its fresh-check seed holds four such arrays (24 GiB evicted them: every candidate drew them again)
+MAX_BYTES = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
 _kept: OrderedDict[tuple, Any] = OrderedDict()
 _pinned_pool_task: str | None = None  # the task (its reference) whose downloads the pinned pool holds
 
 
 def kept(key: tuple, make: Callable[[], Any]) -> Any:
-    """The value kept under `key`, made (and kept, the oldest dropped) the first time."""
+    """The value kept under `key`, made (and kept, the oldest dropped) the first time. The newest value
+    is always kept, whatever its size."""
     if key not in _kept:
         _kept[key] = make()
-        while len(_kept) > ENTRIES:
+        while len(_kept) > 1 and (len(_kept) > ENTRIES or sum(map(_nbytes, _kept.values())) > MAX_BYTES):
             _kept.popitem(last=False)
+    _kept.move_to_end(key)
     return _kept[key]
+
+
+def _nbytes(value: Any) -> int:
+    """Host bytes of a kept value: a dict of arrays (inputs or reference outputs)."""
+    return sum(getattr(v, "nbytes", 0) for v in value.values()) if isinstance(value, dict) else 0
 
 
 def pinned_pool_for(reference: str) -> None:
     """Downloads reuse page-locked host memory across one task's candidates. When another task comes,
     the free blocks the last one left are handed back to the system: they fit its sizes, not these."""
+    import cupy as cp  # here, so that the cache itself is usable (and tested) without a GPU
+
     global _pinned_pool_task
     if _pinned_pool_task != reference:
         cp.get_default_pinned_memory_pool().free_all_blocks()

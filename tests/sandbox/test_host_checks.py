@@ -4,7 +4,7 @@ import numpy as np
 
 from sandbox.compare import CHUNK, compare, differing, same_bytes
 from sandbox.dtypes import DTYPES, from_bf16_bits, to_bf16_bits
-from sandbox.inputs import draw, poison
+from sandbox.inputs import draw, poison_word
 from sandbox.outcome import trim_log
 from sandbox.problem import Buffer, Init
 from sandbox.timing import repetitions, summarise
@@ -22,6 +22,45 @@ def test_inputs_are_seeded_and_shaped():
     ints = draw(Buffer(name="i", role="input", dtype="int32", shape=[100], init=Init(kind="randint", low=0, high=3)),
                 np.random.default_rng(0))
     assert set(np.unique(ints)) == {0, 1, 2}
+
+
+def test_large_inputs_are_drawn_in_seeded_pieces_whatever_the_cores(monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    import sandbox.inputs as inputs
+
+    monkeypatch.setattr(inputs, "PIECE", 1000)
+    spec = Buffer(name="x", role="input", dtype="float32", shape=[7, 1001], init=Init(kind="normal"))
+    many = draw(spec, np.random.default_rng(5))
+    monkeypatch.setattr(inputs, "_POOL", ThreadPoolExecutor(max_workers=1))
+    one = draw(spec, np.random.default_rng(5))
+    assert many.shape == (7, 1001) and many.dtype == np.float32 and np.array_equal(many, one)
+    flat = many.reshape(-1)
+    assert not np.array_equal(flat[:1000], flat[1000:2000])  # each piece has its own stream
+    assert abs(flat.mean()) < 0.05 and abs(flat.std() - 1) < 0.05
+    assert not np.array_equal(many, draw(spec, np.random.default_rng(6)))
+    ramp = draw(Buffer(name="r", role="input", dtype="int32", shape=[2500], init=Init(kind="arange", std=1.0)),
+                np.random.default_rng(0))
+    assert np.array_equal(ramp, np.arange(2500))  # pieces continue where the last stopped
+
+
+def test_the_host_cache_is_bounded_by_bytes_and_keeps_the_newest(monkeypatch):
+    import sandbox.host_cache as cache
+
+    monkeypatch.setattr(cache, "_kept", cache.OrderedDict())
+    monkeypatch.setattr(cache, "MAX_BYTES", 3000)
+    for key in "abc":
+        cache.kept((key,), lambda: {"v": np.zeros(1000, np.uint8)})
+    cache.kept(("a",), lambda: {"v": np.ones(1, np.uint8)})  # still kept: made once, and now the newest
+    cache.kept(("d",), lambda: {"v": np.zeros(1000, np.uint8)})
+    assert list(cache._kept) == [("c",), ("a",), ("d",)]
+    cache.kept(("huge",), lambda: {"v": np.zeros(10_000, np.uint8)})
+    assert list(cache._kept) == [("huge",)]
+
+
+def poison(buffer):
+    word, bits = poison_word(buffer)
+    return np.full(buffer.count, bits, dtype=word).view(DTYPES[buffer.dtype].storage)
 
 
 def test_poison_is_nan_for_floats_and_a_pattern_for_integers():

@@ -61,7 +61,7 @@ def _shared(extras: Extras, source: str) -> dict:
 
 def repair_context(task: Task, space: Space, state: SearchState, failed: Attempt, extras: Extras) -> dict:
     """Variables of the repair prompt for a failed attempt (each template takes what it needs)."""
-    source = space.kernels[failed.candidate.kernel].kernel.source
+    source = space.source_of(failed.candidate.kernel).source
     return failure_context(task, source, failed.candidate.values, failed.outcome, extras.small, extras.example)
 
 

@@ -77,7 +77,7 @@ def same_as(space: Space, source: str, repair: bool) -> str | None:
     form = sameness.text if repair else sameness.structure
     mine = form(source)
     for label, ks in space.kernels.items():
-        if form(ks.kernel.source) == mine:
+        if ks.kernel is not None and form(ks.kernel.source) == mine:
             what = ("the same text, comments and spacing aside" if repair else
                     "the same code, names, comments, spacing and launch numbers aside")
             return (f"no new answer: this kernel is {label} again ({what}). Send a kernel that works "

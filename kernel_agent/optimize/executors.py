@@ -1,5 +1,5 @@
-"""Who answers "how does this candidate do?": the GPU (measured now), a recorded sweep (replayed), or
-nobody (compiled only, on a machine with neither)."""
+"""Who answers "how does this candidate do?": the GPU (measured now), a recorded sweep (replayed: kagent's
+own, or another tuner's cache), or nobody (compiled only, on a machine with neither)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 
 from sandbox import Evaluator, GpuWorker, Outcome, Settings, Status
 
+from ..foreign_cache import LABEL, ForeignCache
 from ..recording import load, source_hash
 from ..seams import Candidate
 from ..task import Task
@@ -125,7 +126,7 @@ class ReplayExecutor:
     def _label_of_source(self, label: str) -> str | None:
         """The recorded kernel whose source is this kernel file's source, if any."""
         if label not in self._hashes:
-            self._hashes[label] = source_hash(self.space.kernels[label].kernel.source)
+            self._hashes[label] = source_hash(self.space.source_of(label).source)
         return self.by_source.get(self._hashes[label])
 
     def start(self) -> Outcome:
@@ -159,3 +160,33 @@ class ReplayExecutor:
     def final(self, candidate: Candidate) -> Outcome:
         return self.cache.beside_baseline(self.record_for(candidate))
 
+
+
+class ForeignReplayExecutor:
+    """Answers from another tuner's recording (a kernel_tuner cache): deterministic, instant, no GPU.
+    There is no source to compile, so only the recorded configurations are answered: the space is
+    theirs (`foreign_space`), and a configuration outside it is refused as a launch error."""
+
+    name = "replay"
+
+    def __init__(self, cache: ForeignCache):
+        self.cache = cache
+        self.baseline = cache.candidate(cache.default())
+
+    def start(self) -> Outcome:
+        return self.cache.outcome(self.baseline)
+
+    def evaluate(self, candidates: list[Candidate]) -> list[tuple[Outcome, float]]:
+        return [(self.cache.outcome(c), 0.0) for c in candidates]
+
+    def final(self, candidate: Candidate) -> Outcome:
+        outcome, baseline = self.cache.outcome(candidate), self.start()
+        outcome.baseline_timing = baseline.timing
+        if outcome.timing and baseline.timing:
+            outcome.speedup = baseline.timing.median_ms / outcome.timing.median_ms
+        return outcome
+
+
+def foreign_space(cache: ForeignCache) -> Space:
+    """A kernel_tuner cache as a space: its parameters as knobs, its recorded configurations as members."""
+    return Space.recorded(LABEL, cache.knobs(), [cache.candidate(values) for values in cache.results])

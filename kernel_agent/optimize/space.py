@@ -17,7 +17,7 @@ from .generic import apply_generic, generic_knobs
 @dataclass
 class KernelSpace:
     label: str
-    kernel: Kernel
+    kernel: Kernel | None  # None: a recorded space without a source (another tuner's cache)
     knobs: dict[str, Knob]  # declared and generic, by name
 
     @property
@@ -38,6 +38,16 @@ class Space:
 
     kernels: dict[str, KernelSpace] = field(default_factory=dict)
     include_roots: tuple[Path, ...] | None = None  # what every kernel may include: the task's kernel folders
+    members: tuple[Candidate, ...] | None = None  # a recorded space: exactly these (None: every knob product)
+    _member_set: frozenset[Candidate] = field(default_factory=frozenset, repr=False)
+
+    @classmethod
+    def recorded(cls, label: str, knobs: dict[str, Knob], members: list[Candidate]) -> Space:
+        """The configurations another tuner recorded for a kernel kagent has no source of: searched and
+        replayed, never built. Its restrictions hold: a configuration it did not record is not a member."""
+        space = cls(kernels={label: KernelSpace(label, None, knobs)}, members=tuple(members))
+        space._member_set = frozenset(members)
+        return space
 
     @classmethod
     def of_task(cls, task: Task, generic: bool = True) -> Space:
@@ -48,7 +58,7 @@ class Space:
 
     @property
     def size(self) -> int:
-        return sum(k.size for k in self.kernels.values())
+        return len(self.members) if self.members is not None else sum(k.size for k in self.kernels.values())
 
     def add_kernel(self, label: str, path: Path, generic: bool) -> KernelSpace:
         """A kernel file of the task, or one written during the run (by an LLM): its knobs become
@@ -68,25 +78,39 @@ class Space:
         return [k for k in self.kernels[kernel].knobs.values() if k.specialist == specialist]
 
     def random(self, rng: random.Random, kernel: str | None = None) -> Candidate:
+        if self.members is not None:
+            return rng.choice(self.members if kernel is None else [c for c in self.members if c.kernel == kernel])
         label = kernel or rng.choices(list(self.kernels), [k.size for k in self.kernels.values()])[0]
         return Candidate.make(label, {k.name: rng.choice(k.values) for k in self.kernels[label].knobs.values()})
 
     def all(self):
         """Every candidate, kernel by kernel in declaration order (the exhaustive order)."""
+        if self.members is not None:
+            yield from self.members
+            return
         for label, ks in self.kernels.items():
             names = list(ks.knobs)
             for values in itertools.product(*(ks.knobs[n].values for n in names)):
                 yield Candidate.make(label, dict(zip(names, values)))
 
+    def source_of(self, label: str) -> Kernel:
+        """The kernel file behind a label; a recorded space has none (it is replayed, never built)."""
+        kernel = self.kernels[label].kernel
+        if kernel is None:
+            raise ValueError(f"{label} is a recorded configuration space without a kernel source: it can only "
+                             "be replayed")
+        return kernel
+
     def contains(self, candidate: Candidate) -> bool:
+        if self.members is not None:
+            return candidate in self._member_set
         ks = self.kernels.get(candidate.kernel)
         return ks is not None and set(candidate.values) == set(ks.knobs) and all(
             v in ks.knobs[k].values for k, v in candidate.knobs)
 
     def build(self, candidate: Candidate) -> Kernel:
         """The kernel to compile: generic edits applied to the source, declared knobs as -D macros."""
-        ks = self.kernels[candidate.kernel]
-        base = ks.kernel
+        base = self.source_of(candidate.kernel)
         source, flags, declared = apply_generic(base.source, candidate.values, base.directives.entries[0].block)
         return Kernel(path=base.path, source=source, directives=base.directives,
                       knobs=base.directives.resolve_knobs(declared), flags=[*base.flags, *flags],

@@ -126,7 +126,7 @@ class AgentStrategy(Strategy):
             options = []
             for child in dict.fromkeys(specialist.propose(parent, state.space, state.rng, temperature,
                                                           OPTIONS_PER_SLOT)):
-                if child in taken:
+                if child in taken or not state.space.contains(child):  # a recorded space's restrictions
                     continue
                 if (rule := state.kb.blocking_rule(child)) and state.rng.random() >= RULE_PROBE_CHANCE:
                     state.kb.count_pruned(rule)  # one in RULE_PROBE_CHANCE goes through to test the rule

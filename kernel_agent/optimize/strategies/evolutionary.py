@@ -26,7 +26,7 @@ class EvolutionaryStrategy(Strategy):
                 if father.kernel != mother.kernel:
                     father = mother
                 child = self._mutate(state, self._cross(rng, mother, father))
-                if child not in taken:
+                if child not in taken and state.space.contains(child):
                     out.append(Proposal(child, parent=mother, note="crossover + mutation"))
                     break
                 child = None

@@ -280,3 +280,46 @@ def _bytes_panel(ax: Axes, points: list[RooflinePoint], looks: list, bw: float) 
     ax.set(xticks=[], ylim=(0, max([*gbps, bw]) * 1.15), xlim=(-0.6, max(len(points), 3) - 0.4),
            ylabel="achieved GB/s", title="no FLOP count")
     return handles
+
+
+@dataclass(frozen=True)
+class ShareCurve:
+    label: str  # the strategy, with its tuner
+    ours: bool  # kagent's (solid) or another tuner's (dashed)
+    evaluations: list[int]
+    q1: list[float]  # share of the optimum after that many evaluations: first quartile, median, third
+    median: list[float]
+    q3: list[float]
+
+
+def shares_png(path: Path, panels: list[tuple[str, list[ShareCurve]]], title: str) -> bool:
+    """One panel per recorded space: x = evaluations (log), y = the share of the optimum reached so far,
+    a median line per strategy (kagent's solid, kernel_tuner's dashed) over its interquartile band."""
+    columns = min(3, max(1, len(panels)))
+    rows = -(-len(panels) // columns) if panels else 1
+    return _write(path, (5.2 * columns, 3.9 * rows + 0.6),
+                  lambda fig: _draw_shares(fig, panels, columns, rows, title))
+
+
+def _draw_shares(fig: Figure, panels: list[tuple[str, list[ShareCurve]]], columns: int, rows: int,
+                 title: str) -> None:
+    from matplotlib import colormaps
+
+    palette = colormaps["tab20"]  # a listed map: an integer picks its i-th colour
+    names = list(dict.fromkeys(c.label for _, curves in panels for c in curves))
+    style = {name: palette(i % 20) for i, name in enumerate(names)}
+    for i, (name, curves) in enumerate(panels):
+        ax = fig.add_subplot(rows, columns, i + 1)
+        for curve in curves:
+            colour = style[curve.label]
+            ax.fill_between(curve.evaluations, curve.q1, curve.q3, color=colour, alpha=0.12, lw=0)
+            ax.plot(curve.evaluations, curve.median, "-" if curve.ours else "--", color=colour,
+                    lw=2.2 if curve.ours else 1.3, label=curve.label)
+        ax.axhline(0.95, color=GREY, ls=":", lw=1)
+        ax.set(xscale="log", ylim=(0.0, 1.02), title=_wrap(name), xlabel="evaluations",
+               ylabel="share of the optimum")
+        ax.grid(alpha=0.3)
+        if i == 0:
+            fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=min(5, len(curves)),
+                       fontsize=8)
+    fig.suptitle(title)

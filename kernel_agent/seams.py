@@ -1,9 +1,10 @@
 """The search loop's records and the interfaces its parts meet at, on one page.
 
-Records: a Candidate (a kernel file and its knob values), a Proposal (a candidate and why), an Attempt
-(a proposal measured), the SearchState (every attempt so far), a Plan (the planner's next move) and a
-Completion (one model answer). Interfaces: an Executor answers "how does this candidate do?", a
-Strategy proposes candidates, a Proposer writes new kernels (the LLM), a ChatModel answers prompts.
+Records: a Candidate (a kernel file and its knob values), a Forecast (the predictor's estimate of one), a
+Proposal (a candidate and why), an Attempt (a proposal measured), the SearchState (every attempt so
+far), a Plan (the planner's next move) and a Completion (one model answer). Interfaces: an Executor
+answers "how does this candidate do?", a Strategy proposes candidates, a Proposer writes new kernels
+(the LLM), a ChatModel answers prompts.
 `optimize/` and `llm/` import these; nothing here imports them.
 """
 
@@ -51,12 +52,21 @@ class Candidate:
         return sum(mine.get(k) != theirs.get(k) for k in set(mine) | set(theirs))
 
 
+@dataclass(frozen=True)
+class Forecast:
+    """What the performance predictor expected of a candidate before it ran (kept to check it against the
+    measurement): its time and its chance of failing."""
+    ms: float
+    p_fail: float
+
+
 @dataclass
 class Proposal:
     candidate: Candidate
     specialist: str | None = None
     parent: Candidate | None = None
     note: str = ""
+    predicted: Forecast | None = None  # the performance predictor's estimate, when it screened the candidate
 
 
 @dataclass
@@ -70,6 +80,7 @@ class Attempt:
     note: str = ""
     reward: float | None = None
     batch: int = 0  # the loop's batch it was measured in (the baseline's is 0): rewards rank within one
+    predicted: Forecast | None = None  # the proposal's forecast, if the predictor made one
 
     @property
     def ms(self) -> float | None:
@@ -83,6 +94,7 @@ class SearchState:
     kb: KnowledgeBase
     attempts: list[Attempt] = field(default_factory=list)
     since_improvement: int = 0
+    earlier: list[tuple[Candidate, float | None]] = field(default_factory=list)  # earlier runs' ms (None: failed)
 
     @property
     def seen(self) -> set[Candidate]:

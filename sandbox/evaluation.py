@@ -17,12 +17,13 @@ from .kernel_failure import KernelFailure, cuda_errors, failure_class, identical
 from .library import time_library
 from .outcome import Mismatch, Status, Timing
 from .problem import Program, Reply, Request
-from .timing import EventTimer, repetitions, summarise
+from .timing import EventTimer, precise, repetitions, summarise
 
 Beat = Callable[[str, float], None]
 EXTRA_RUNS_ON_MISMATCH = 3  # more identical runs, to tell a race from a plain wrong result
 DEFAULT_SMEM_LIMIT = 48 * 1024
 FRESH_SEED_OFFSET = 1_000_003
+PRECISION_EVERY = 5  # timed rounds between checks of the medians' precision
 
 
 @dataclass
@@ -213,10 +214,17 @@ class Evaluation:
         jitter = int(np.random.default_rng([self.s.seed, 7]).integers(0, 8))
         rounds = repetitions(estimates, self.s.budget_ms, self.s.min_reps, self.s.max_reps, jitter)
         samples: list[list[float]] = [[] for _ in programs]
-        for r in range(rounds):
+        r = 0
+        while r < rounds:
             for k in np.roll(np.arange(len(programs)), r):
                 samples[k].append(timer.time(prepare(k), launch(k)))
                 self.verify_timed_launch(programs[k].label, states[k], r, rounds)
+            r += 1
+            # Sized to the noise: once every median is pinned down, the jitter's rounds and no more
+            # (the last launch stays as unpredictable to the kernel as with a fixed count).
+            if r >= self.s.min_reps and r % PRECISION_EVERY == 0 and rounds > r + jitter \
+                    and precise(samples, self.s.precision):
+                rounds = r + jitter
         self.program_label = programs[0].label
         self.beat("compare", self.s.reference_timeout_s)
         last = {n: b.download() for n, b in states[0].buffers.items() if b.spec.role == "output"}

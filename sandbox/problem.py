@@ -116,6 +116,9 @@ class Settings(BaseModel):
     budget_ms: float = Field(400.0, description="time spent in timed launches per program")
     min_reps: int = 10
     max_reps: int = 500
+    precision: float = Field(0.0, ge=0.0, lt=1.0, description=(
+        "stop timing early once every program's median is known to within this fraction (the half-width of "
+        "its 95% interval over the median); 0 spends the whole budget"))
     launch_timeout_s: float = Field(10.0, description="watchdog for one launch and its sync")
     reference_timeout_s: float = Field(300.0, description="watchdog for one NumPy reference call")
     time_it: bool = True

@@ -28,6 +28,24 @@ def repetitions(estimates_ms: Sequence[float], budget_ms: float, min_reps: int, 
     return int(min(max(budget_ms / per_round, min_reps), max_reps)) + jitter
 
 
+def median_half_width(samples_ms: Sequence[float]) -> float:
+    """The half-width of a distribution-free 95% interval of the median (order statistics), as a
+    fraction of the median: how well the samples pin the median down, whatever the noise's shape."""
+    values = np.sort(np.asarray(samples_ms, dtype=np.float64))
+    n = values.size
+    if n < 6:
+        return float("inf")  # too few for the interval to exist at 95%
+    spread = 0.98 * np.sqrt(n)  # 1.96 * sqrt(n) / 2 ranks on either side of the middle
+    low, high = max(int(np.floor(n / 2 - spread)), 0), min(int(np.ceil(n / 2 + spread)), n - 1)
+    median = float(np.median(values))
+    return float(values[high] - values[low]) / (2.0 * median) if median > 0 else float("inf")
+
+
+def precise(samples: Sequence[Sequence[float]], precision: float) -> bool:
+    """Every program's median known to within `precision` (a fraction); never with precision 0."""
+    return precision > 0 and all(median_half_width(s) <= precision for s in samples)
+
+
 class EventTimer:
     """Times one launch at a time with CUDA events, L2 flushed before each (worker process only)."""
 

@@ -20,7 +20,7 @@ from ..optimize.session import Hooks
 from ..recording import load, recording_path
 from ..task import Task
 from .evaluate import Lane, as_written, optimized, ready_made, task_result
-from .options import BenchConfig, finished, suite_tasks
+from .options import INFRA_FOLDER, BenchConfig, finished, infrastructure_errors, suite_tasks
 from .results import TaskResult
 from .suite_report import write_report
 
@@ -98,7 +98,7 @@ class Bench:
                 result = self._one(lane, file, task)
                 if self.stopping.is_set():
                     return
-                write_atomic(self.run_dir / "tasks" / f"{task.name}.json", result.model_dump_json(indent=1).encode())
+                save_result(self.run_dir, result)
                 self.on_result(result)
         except Interrupted:
             pass
@@ -108,35 +108,16 @@ class Bench:
             ended.set()
 
     def _one(self, lane: Lane, file: Path, task: Task) -> TaskResult:
-        level = file.parent.name
-        started = time.perf_counter()
-        try:
-            if self.config.mode == "kernels":
-                return ready_made(task, level, Path(self.config.kernels or "."), lane)
-            if self.config.mode == "optimize":
-                def progress(state, attempts):
-                    if self.stopping.is_set():  # between two batches: the journal holds the last one
-                        raise Interrupted(task.name)
-                    self.on_event(lane.name, f"{task.name} (optimize {len(state.attempts)}/{self.config.budget})")
-                hooks = Hooks(on_batch=progress, notice=lambda text: self.notice(f"{task.name}: {text}"))
-                return optimized(task, file, level, lane, self.run_dir / "optimize", self.config, hooks, self.llm_url)
-            return as_written(task, level, lane)
-        except Exception as exc:
-            if self.stopping.is_set():  # a consequence of the stop, not the task's failure
-                raise Interrupted(task.name) from exc
-            (self.run_dir / "tasks").mkdir(parents=True, exist_ok=True)
-            (self.run_dir / "tasks" / f"{task.name}.error.txt").write_text(traceback.format_exc())
-            lane.close()  # a fresh worker for the next task
-            outcome = Outcome(status=Status.runtime_error, message=f"{type(exc).__name__}: {exc}")
-            return task_result(task, level, self.config.mode, "-", outcome, lane, False, started=started,
-                               evaluations=0)
+        return evaluate_task(self.config, self.run_dir, lane, file, task, self.llm_url, self.stopping.is_set,
+                             self.on_event, self.notice)
 
     def write_report(self) -> list[TaskResult]:
-        done = finished(self.run_dir)
+        done, lost = finished(self.run_dir), infrastructure_errors(self.run_dir)
         results = [done[task.name] for _, task in self.tasks if task.name in done]
         unfinished = [task.name for _, task in self.tasks if task.name not in done]
+        failed = [lost[name] for name in unfinished if name in lost]
         title = f"kagent bench: {', '.join(self.config.paths)} ({self.config.mode})"
-        write_report(self.run_dir, results, self.environment(), title, unfinished)
+        write_report(self.run_dir, results, self.environment(), title, unfinished, failed)
         return results
 
     def environment(self) -> dict:
@@ -154,6 +135,42 @@ class Bench:
             env["timings"] = "replayed from the recorded H200 sweeps (tasks/recordings/h200), not measured now"
             env.update(_recorded_gpu([task for _, task in self.tasks]))
         return env
+
+
+def evaluate_task(config: BenchConfig, run_dir: Path, lane: Lane, file: Path, task: Task, llm_url: str | None = None,
+                  stopping: Callable[[], bool] = lambda: False, on_event: Event = lambda lane, text: None,
+                  notice: Callable[[str], None] = print) -> TaskResult:
+    """One task on one lane, as the bench's mode asks (a lane thread here, a Ray task in ray_bench.py). An
+    evaluation that raises is the task's `runtime_error` (its traceback in tasks/TASK.error.txt); once
+    `stopping()` is true, it is the stop's consequence instead (Interrupted), never the task's failure."""
+    level = file.parent.name
+    started = time.perf_counter()
+    try:
+        if config.mode == "kernels":
+            return ready_made(task, level, Path(config.kernels or "."), lane)
+        if config.mode == "optimize":
+            def progress(state, attempts):
+                if stopping():  # between two batches: the journal holds the last one
+                    raise Interrupted(task.name)
+                on_event(lane.name, f"{task.name} (optimize {len(state.attempts)}/{config.budget})")
+            hooks = Hooks(on_batch=progress, notice=lambda text: notice(f"{task.name}: {text}"))
+            return optimized(task, file, level, lane, run_dir / "optimize", config, hooks, llm_url)
+        return as_written(task, level, lane)
+    except Exception as exc:
+        if stopping():  # a consequence of the stop, not the task's failure
+            raise Interrupted(task.name) from exc
+        (run_dir / "tasks").mkdir(parents=True, exist_ok=True)
+        (run_dir / "tasks" / f"{task.name}.error.txt").write_text(traceback.format_exc())
+        lane.close()  # a fresh worker for the next task
+        outcome = Outcome(status=Status.runtime_error, message=f"{type(exc).__name__}: {exc}")
+        return task_result(task, level, config.mode, "-", outcome, lane, False, started=started, evaluations=0)
+
+
+def save_result(run_dir: Path, result: TaskResult) -> None:
+    """A finished task's record (atomically: a bench killed at any moment leaves whole files); an
+    infrastructure error recorded for it by an earlier attempt is void from now on."""
+    write_atomic(run_dir / "tasks" / f"{result.task}.json", result.model_dump_json(indent=1).encode())
+    (run_dir / INFRA_FOLDER / f"{result.task}.json").unlink(missing_ok=True)
 
 
 def _recorded_gpu(tasks: list[Task]) -> dict:

@@ -17,7 +17,9 @@ from ..optimize.executors import ExecutorError
 from ..optimize.run_config import LLMSettings
 from ..optimize.session import EXECUTORS, check_strategy
 from ..task import Task, load_suite
-from .results import TaskResult
+from .results import InfrastructureError, TaskResult
+
+INFRA_FOLDER = "infrastructure"  # run_dir/infrastructure/TASK.json: tasks lost to the cluster, retried by --resume
 
 
 class BenchInputError(ValueError):
@@ -73,6 +75,13 @@ def finished(run_dir: Path) -> dict[str, TaskResult]:
     return {p.stem: TaskResult.model_validate_json(p.read_text()) for p in sorted(folder.glob("*.json"))}
 
 
+def infrastructure_errors(run_dir: Path) -> dict[str, InfrastructureError]:
+    """The tasks whose last attempt was lost to the infrastructure, by task name (not finished: a
+    resumed bench runs them again)."""
+    folder = run_dir / INFRA_FOLDER
+    return {p.stem: InfrastructureError.model_validate_json(p.read_text()) for p in sorted(folder.glob("*.json"))}
+
+
 class BenchOptions(BaseModel):
     """What a user chooses for a new bench (`kagent bench`'s options)."""
 
@@ -86,6 +95,7 @@ class BenchOptions(BaseModel):
     gpus: str | None = Field(None, description="GPU indices as given, e.g. 0,1 (None: every visible GPU)")
     budget_ms: float = Field(200.0, gt=0)
     llm: LLMSettings | None = None
+    cluster: bool = Field(False, description="the tasks go to a Ray cluster (--ray): its GPUs, not this machine's")
 
 
 def new_config(options: BenchOptions, notice: Callable[[str], None] = print) -> BenchConfig:
@@ -100,6 +110,8 @@ def new_config(options: BenchOptions, notice: Callable[[str], None] = print) -> 
         check_strategy(options.strategy, options.llm)
     if options.executor not in EXECUTORS:
         raise BenchInputError(f"--executor must be one of {', '.join(EXECUTORS)}, got {options.executor!r}")
+    if options.cluster:
+        return _cluster_config(options)
     visible = gpu_count()
     devices = parse_gpus(options.gpus, visible)
     executor = options.executor
@@ -110,11 +122,24 @@ def new_config(options: BenchOptions, notice: Callable[[str], None] = print) -> 
                    "measurements of this run; kernels without a recording are only compiled)")
     if executor == "gpu" and not visible:
         raise ExecutorError("--executor gpu: no CUDA GPU found on this machine (try --executor replay)")
+    return _config(options, executor, devices if executor == "gpu" else [])
+
+
+def _cluster_config(options: BenchOptions) -> BenchConfig:
+    """With --ray the cluster's scheduler gives each task a free GPU on some node, so this machine's GPUs
+    do not matter; `auto` means the GPUs (the recordings only when asked: --executor replay)."""
+    if options.gpus is not None:
+        raise BenchInputError(f"--gpus {options.gpus} picks this machine's GPUs; with --ray the cluster gives each "
+                              "task a free GPU: leave --gpus out")
+    return _config(options, "gpu" if options.executor == "auto" else options.executor, [])
+
+
+def _config(options: BenchOptions, executor: str, devices: list[int]) -> BenchConfig:
+    kernels = options.kernels
     return BenchConfig(run_id=f"{options.mode}-{time.strftime('%Y%m%d-%H%M%S')}", paths=options.paths,
                        mode=options.mode, kernels=str(kernels) if kernels else None, budget=options.budget,
-                       strategy=options.strategy, seed=options.seed, executor=executor,
-                       gpus=devices if executor == "gpu" else [], budget_ms=options.budget_ms,
-                       llm=options.llm if options.mode == "optimize" else None)
+                       strategy=options.strategy, seed=options.seed, executor=executor, gpus=devices,
+                       budget_ms=options.budget_ms, llm=options.llm if options.mode == "optimize" else None)
 
 
 def parse_gpus(text: str | None, visible: int) -> list[int]:

@@ -76,6 +76,18 @@ class TaskResult(BaseModel):
                 "roofline_fraction": self.roofline_fraction, "suspect": self.suspect}
 
 
+class InfrastructureError(BaseModel):
+    """A task the bench could not finish for a reason outside its kernel (a cluster worker or node lost,
+    a node without a GPU or NVRTC): kept apart from the results, so that it is never counted as the
+    kernel's failure, and `--resume` runs the task again."""
+
+    task: str
+    level: str
+    error: str = Field(description="what went wrong, as the cluster reported it (exception type: message)")
+    attempts: int = Field(description="how many times the task was tried")
+    node: str | None = Field(None, description="the last node it ran on, where known")
+
+
 def fast_name(p: float) -> str:
     """fast_0, fast_1, fast_1.5 ..."""
     return f"fast_{p:g}"

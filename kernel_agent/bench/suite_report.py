@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..files import write_atomic
 from ..plots import TaskBar, speedups_png
-from .results import BenchMetrics, TaskResult, metrics, metrics_by_level
+from .results import BenchMetrics, InfrastructureError, TaskResult, metrics, metrics_by_level
 
 FORMAT = "kagent-bench/1"
 CSV_COLUMNS = ["task", "level", "family", "mode", "kernel", "status", "time_ms", "baseline_ms", "library_ms",
@@ -21,23 +21,28 @@ SUSPECT_NOTE = "SUSPECT: faster than the roofline"
 
 
 def write_report(run_dir: Path, results: list[TaskResult], environment: dict, title: str,
-                 unfinished: Sequence[str] = ()) -> None:
+                 unfinished: Sequence[str] = (), infrastructure: Sequence[InfrastructureError] = ()) -> None:
     """Write the four report files into `run_dir` (created if needed). `unfinished`: the suite's tasks
-    with no result yet (an interrupted bench); the metrics cover the finished ones only."""
+    with no result yet (an interrupted bench); the metrics cover the finished ones only. `infrastructure`:
+    those of them lost to the cluster (not the kernels' failures; `--resume` runs them again)."""
     run_dir = Path(run_dir)
     m = metrics(results)
-    write_atomic(run_dir / "results.json", results_json(results, m, environment, title, unfinished).encode())
+    write_atomic(run_dir / "results.json",
+                 results_json(results, m, environment, title, unfinished, infrastructure).encode())
     write_atomic(run_dir / "results.csv", results_csv(results).encode())
-    write_atomic(run_dir / "report.md", report_markdown(results, m, environment, title, unfinished).encode())
+    write_atomic(run_dir / "report.md",
+                 report_markdown(results, m, environment, title, unfinished, infrastructure).encode())
     speedups_png(run_dir / "speedups.png",
                  [TaskBar(r.task, r.speedup, r.library_speedup, r.correct, r.suspect) for r in results], title)
 
 
 def results_json(results: list[TaskResult], m: BenchMetrics, environment: dict, title: str,
-                 unfinished: Sequence[str] = ()) -> str:
+                 unfinished: Sequence[str] = (), infrastructure: Sequence[InfrastructureError] = ()) -> str:
     by_level = {level: lm.model_dump(mode="json") for level, lm in metrics_by_level(results).items()}
     doc = {"format": FORMAT, "title": title, "environment": environment, "metrics": m.model_dump(mode="json"),
            "by_level": by_level, "tasks": [r.record() for r in results], "unfinished": list(unfinished)}
+    if infrastructure:  # only then: a bench without any reads as those written before the key existed
+        doc["infrastructure_errors"] = [e.model_dump(mode="json") for e in infrastructure]
     return json.dumps(doc, indent=2, allow_nan=False, default=str) + "\n"
 
 
@@ -110,6 +115,13 @@ def task_lines(results: list[TaskResult]) -> list[str]:
     return lines
 
 
+def infrastructure_lines(errors: Sequence[InfrastructureError]) -> list[str]:
+    """One markdown row per task the infrastructure lost: what happened, where, after how many tries."""
+    lines = ["| task | attempts | node | error |", "| --- | --- | --- | --- |"]
+    lines += [f"| {_cell(e.task)} | {e.attempts} | {_cell(e.node or '-')} | {_cell(e.error, 160)} |" for e in errors]
+    return lines
+
+
 HOW_TO_READ = (
     "**How to read.** A task is correct when its kernel matched the reference at every size (status `ok`); "
     "a task that was not run counts as not correct. fast_p is the share of all tasks that are correct *and* "
@@ -123,12 +135,16 @@ HOW_TO_READ = (
 
 
 def report_markdown(results: list[TaskResult], m: BenchMetrics, environment: dict, title: str,
-                    unfinished: Sequence[str] = ()) -> str:
+                    unfinished: Sequence[str] = (), infrastructure: Sequence[InfrastructureError] = ()) -> str:
     lines = [f"# {title}", ""]
     if unfinished:
         lines += [(f"**Partial: {len(unfinished)} of {m.tasks + len(unfinished)} tasks not finished "
                    f"({', '.join(unfinished)}); the metrics cover the {m.tasks} finished ones. "
                    "Continue with `kagent bench --resume RUN`.**"), ""]
+    if infrastructure:
+        lines += [(f"**Infrastructure errors: {len(infrastructure)} task(s) lost to the cluster, not to their "
+                   "kernels (not counted above; `kagent bench --resume RUN` runs them again):**"), "",
+                  *infrastructure_lines(infrastructure), ""]
     if m.replayed:
         lines += [(f"**Replayed timings: {m.replayed} of {m.tasks} tasks' timings are replayed recordings, "
                    "not measured now.**"), ""]

@@ -52,6 +52,7 @@ from .app import (
     sigterm_as_interrupt,
 )
 from .optimize_command import llm_settings_from
+from .replay_caches import kernel_tuner_choice, replay_caches
 
 
 @app.command()
@@ -83,6 +84,10 @@ def bench(
                                    help="Model name for --optimize [default: KAGENT_LLM_MODEL or the config file's]."),
     llm_base_url: str | None = typer.Option(None, help="OpenAI-compatible endpoint [default: OPENAI_BASE_URL]."),
     no_llm: bool = typer.Option(False, "--no-llm", help="Offline specialists only, even if an LLM is configured."),
+    ray: str | None = typer.Option(None, "--ray", metavar="ADDRESS",
+                                   help="Spread the tasks over a Ray cluster, one GPU each: `auto` (the cluster "
+                                        "`ray start` made here, or RAY_ADDRESS), `local` (a Ray instance of this "
+                                        "machine's own), or the head's HOST:PORT. Needs `pip install 'kagent[ray]'`."),
 ) -> None:
     """Evaluate a suite and report what people publish: correctness, fast_p, geomean speedups.
 
@@ -92,7 +97,13 @@ def bench(
     speedups.png and one file per finished task, so Ctrl-C loses nothing: --resume RUN continues.
     Without a GPU, replays the recorded H200 sweeps and says so. Exits 0 when the bench completes,
     whatever its tasks' verdicts (they are its results).
+
+    With --ray ADDRESS, each task is a Ray task asking for one GPU on a cluster (with --executor auto, the
+    cluster's GPUs; --executor replay replays the recordings on its nodes). A task lost to the cluster is
+    tried twice more, then reported as an infrastructure error that --resume runs again.
     """
+    from ..bench.ray_bench import RayBench
+
     check_positive(budget_ms=budget_ms)
     run_dir = bench_run = None
     llm_url = llm_base_url  # on --resume, an endpoint given again (with its credentials, never stored)
@@ -100,8 +111,13 @@ def bench(
         if resume:
             run_dir = find_bench(out, resume)
             config = BenchConfig.load(run_dir)
-            if gpus is not None and config.executor == "gpu":
-                config.gpus = parse_gpus(gpus, gpu_count())
+            if ray is not None and gpus is not None:
+                fail(2, "--gpus picks this machine's GPUs; with --ray the cluster gives each task a free GPU")
+            if ray is None and config.executor == "gpu" and (gpus is not None or not config.gpus):
+                config.gpus = parse_gpus(gpus, gpu_count())  # a bench begun on a cluster resumed on lanes
+                if not config.gpus:
+                    raise ExecutorError("this bench measures on GPUs and none is visible here: resume it with "
+                                        "--ray ADDRESS, or on a machine with a GPU")
                 config.save(run_dir)
             console.print(f"resuming {config.run_id} ({config.mode}, {config.executor})", markup=False)
         else:
@@ -112,12 +128,13 @@ def bench(
                 llm_settings_from(llm, llm_base_url, None, 2)
             options = BenchOptions(paths=[str(p) for p in paths or []], mode=mode, kernels=kernels, budget=budget,
                                    strategy=strategy, seed=seed, executor=executor, gpus=gpus, budget_ms=budget_ms,
-                                   llm=llm_settings)
+                                   llm=llm_settings, cluster=ray is not None)
             config = new_config(options, notice=notice)
             run_dir = bench_folder(out, config)
-        bench_run = Bench(config, run_dir, llm_url)
-        progress = bench_progress(console, f"bench ({config.mode}, {config.executor})", total=len(bench_run.tasks),
-                                  done=len(finished(run_dir)))
+        bench_run = Bench(config, run_dir, llm_url) if ray is None else RayBench(config, run_dir, llm_url, ray)
+        where = "" if ray is None else f", ray {ray}"
+        progress = bench_progress(console, f"bench ({config.mode}, {config.executor}{where})",
+                                  total=len(bench_run.tasks), done=len(finished(run_dir)))
         with sigterm_as_interrupt(), progress as lines:
             results = bench_run.run(lines.on_event, lines.on_result, lines.notice)
     except (BenchInputError, TaskError, OptimizeInputError, LLMConfigError) as exc:
@@ -180,16 +197,35 @@ def suite_table_command(
 def replay_bench_command(
     path: Path = typer.Argument(Path("tasks"), help="A task file or a folder of them."),
     recordings: Path | None = typer.Option(None, help="Folder of recorded sweeps [default: tasks/recordings/h200]."),
-    seeds: int = typer.Option(10, help="Seeds per strategy (medians are reported)."),
+    seeds: int | None = typer.Option(None, help="Seeds per strategy (medians are reported) [default: 10; 20 with "
+                                                "--cache]."),
     warm: bool = typer.Option(True, "--warm/--no-warm", help="Also measure the agent warm-started from policies "
                                                             "trained on the other tasks of the same family."),
+    cache: list[Path] | None = typer.Option(None, "--cache", help="A kernel_tuner cache file (.json or .json.gz) "
+                                            "to search instead of the tasks' sweeps; repeat for several."),
+    budget: int = typer.Option(200, help="With --cache: evaluations per run."),
+    kernel_tuner: str = typer.Option("all", "--kernel-tuner", help="With --cache: kernel_tuner's strategies run "
+                                     "beside kagent's: all, none, or names joined by commas."),
+    out: Path = typer.Option(Path("results/replay-bench"), help="With --cache: where report.md, shares.png and "
+                                                                 "side_by_side.json go."),
 ) -> None:
-    """Compare search strategies on recorded H200 sweeps (no GPU needed).
+    """Compare search strategies on recorded H200 sweeps, or on other tuners' caches (no GPU needed).
 
     Per task: evaluations until the best is within 5% of the sweep's best (median over seeds) for the
     agent, the evolutionary baseline and random search, against 30% of the sweep's size; the median
     best speedup after 25 evaluations; and the agent warm-started from its family's policies.
+
+    With --cache: kagent's strategies (the agent with and without its predictor, evolutionary, random)
+    and kernel_tuner's (its simulation mode, in this process) search each cache's recorded
+    configurations, failures included. Reported per strategy: the share of the optimum after 20, 50,
+    100 and 200 evaluations and the evaluations until within 5% of it (median and quartiles), as a
+    table, report.md and shares.png.
     """
+    check_positive(seeds=seeds, budget=budget)
+    if cache:
+        replay_caches(cache, seeds or 20, budget, kernel_tuner_choice(kernel_tuner), out)
+        return
+    seeds = seeds or 10
     folder = recordings or RECORDINGS
     usable: dict[str, tuple[Path, Path, str]] = {}
     for file, task, recording in tasks_with_recordings(path, folder):

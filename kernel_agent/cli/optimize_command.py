@@ -17,7 +17,7 @@ from sandbox import (
 )
 
 from ..llm.settings import LLMConfigError, is_small_model, load_llm_config
-from ..optimize.executors import ExecutorError
+from ..optimize.executors import SEARCH_PRECISION, ExecutorError
 from ..optimize.first_kernel import FirstKernelError
 from ..optimize.run_config import LLMSettings, RunConfig, RunFolderError
 from ..optimize.session import (
@@ -74,7 +74,11 @@ def optimize(
     warm_start: bool = typer.Option(True, "--warm-start/--no-warm-start",
                                     help="Start from the policies and failure rules learned by earlier runs."),
     device: int = typer.Option(0, help="GPU index."),
-    budget_ms: float = typer.Option(200.0, help="Time spent in timed launches per candidate (GPU)."),
+    budget_ms: float = typer.Option(200.0, help="Time spent in timed launches per candidate (GPU), at most."),
+    precision: float = typer.Option(SEARCH_PRECISION, min=0.0, max=0.5,
+                                    help="Stop timing a searched candidate once its median is known to within "
+                                         "this fraction (95% interval); 0 spends the whole --budget-ms on each. "
+                                         "The baseline and the final side-by-side run always spend it all."),
     llm: str | None = typer.Option(None, "--llm", help="Model name: an LLM writes and repairs kernels "
                                       "[default: KAGENT_LLM_MODEL or the config file's, if any]."),
     llm_base_url: str | None = typer.Option(None, help="OpenAI-compatible endpoint [default: OPENAI_BASE_URL]."),
@@ -133,7 +137,8 @@ def optimize(
             run_dir, config, created = run.folder, run.config, True
         with run_progress(console, config.task, config.executor, config.budget) as line:
             hooks = Hooks(on_start=line.on_start, on_batch=line.on_batch, on_wait=line.on_wait, notice=notice)
-            result = execute(run, Settings(budget_ms=budget_ms), hooks, device=device, llm_url=llm_url)
+            settings = Settings(budget_ms=budget_ms, precision=precision)
+            result = execute(run, settings, hooks, device=device, llm_url=llm_url)
     except (TaskError, KernelError, DirectiveError, OptimizeInputError, BaselineFailed, LLMConfigError,
             JournalError, RunFolderError) as exc:
         _discard_unstarted(run_dir, created)

@@ -47,13 +47,19 @@ def teaching_example(task: Task) -> Example | None:
 
 def family_example(task: Task, max_lines: int) -> Example | None:
     """The shortest expert kernel (at most `max_lines` lines of code) of another task of the task's
-    family, from the task's own suite folder or the project's `tasks/`; None when there is none."""
+    family, from the task's own suite folder or the project's `tasks/`; None when there is none. A task
+    that computes the same thing (the same reference source: e.g. tasks/wide's copies of suite tasks,
+    whose variants are the suite's expert kernels widened) is no other task: its kernel would be the
+    answer, not an example."""
     if task.family is None:
         return None
     found = []
+    same = task.reference_source()
     for path in _task_files((task.root.parent.resolve(), PROJECT_TASKS)):
         other = _load(path)
         if other is None or other.family != task.family or other.name == task.name:
+            continue
+        if same and other.reference_source() == same:
             continue
         for variant in other.variants.values():
             code = _code_lines(other.root / variant)

@@ -20,21 +20,29 @@ class ExecutorError(RuntimeError):
     """The executor cannot serve this task (no GPU, no recording, a stale recording)."""
 
 
+SEARCH_PRECISION = 0.005  # a searched candidate's timing stops once its median is known to within 0.5%
+SEARCH_SETTINGS = Settings(budget_ms=200, precision=SEARCH_PRECISION)  # where no caller says otherwise
+
+
 class GpuExecutor:
     """Compiles on every core, then checks and times each candidate in the GPU worker. The baseline
-    and the library function are timed once at the start; the winner is re-measured beside both."""
+    and the library function are timed once at the start; the winner is re-measured beside both.
+    Searched candidates are timed until their median is as precise as `settings.precision` asks (or
+    the budget is spent); the baseline and the final side-by-side run spend the whole budget."""
 
     name = "gpu"
 
     def __init__(self, task: Task, space: Space, worker: GpuWorker, arch: str, settings: Settings):
         self.task, self.space = task, space
         self.evaluator = Evaluator(task.problem(), worker, arch, settings)
+        self.full = Evaluator(task.problem(), worker, arch, settings.model_copy(update={"precision": 0.0}))
         self.on_each: Callable[[int, int, Candidate, Outcome], None] | None = None  # (done, of, ...) per kernel run
 
     def start(self) -> Outcome:
-        outcome = self.evaluator.measure_baseline(self.space.build(self.space.default("baseline")))
+        outcome = self.full.measure_baseline(self.space.build(self.space.default("baseline")))
         if outcome.timing is None:
             raise ExecutorError(f"the task's baseline failed: {outcome.status.value}: {outcome.message}")
+        self.evaluator.baseline_timing = self.full.baseline_timing
         return outcome
 
     def evaluate(self, candidates: list[Candidate]) -> list[tuple[Outcome, float]]:
@@ -51,8 +59,8 @@ class GpuExecutor:
 
     def final(self, candidate: Candidate) -> Outcome:
         """The winner beside the baseline and the library function, in one run: the reported figures."""
-        (outcome,) = self.evaluator.evaluate([self.space.build(candidate)], beside=self.task.baseline_kernel(),
-                                             library=True)
+        (outcome,) = self.full.evaluate([self.space.build(candidate)], beside=self.task.baseline_kernel(),
+                                        library=True)
         return outcome
 
 

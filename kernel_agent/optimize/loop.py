@@ -19,6 +19,7 @@ from .run_config import RunConfig
 from .space import Space
 from .store import Journal, Store
 
+Verdict = tuple[Candidate, str, str, float | None]  # candidate, status, compile log, median ms
 VERDICTS = "warm_start_observations.json"  # in the run folder: the earlier runs' verdicts it started from
 
 
@@ -116,7 +117,8 @@ def _measure(executor: Executor, proposals: list[Proposal], first: int, index: i
             batch.append(reused[number])
         else:
             outcome, seconds = next(answers)
-            batch.append(Attempt(number, p.candidate, outcome, seconds, p.specialist, p.parent, p.note))
+            batch.append(Attempt(number, p.candidate, outcome, seconds, p.specialist, p.parent, p.note,
+                                 predicted=p.predicted))
         batch[-1].batch = index  # also for a journal written before batches were kept
     return batch, set(reused)
 
@@ -168,27 +170,33 @@ def add_attempt(state: SearchState, attempt: Attempt, result: RunResult) -> None
         result.failures[status] = result.failures.get(status, 0) + 1
 
 
-def _earlier_verdicts(config: RunConfig, executor, store: Store, run_dir: Path) -> list[tuple[Candidate, str, str]]:
+def _earlier_verdicts(config: RunConfig, executor, store: Store, run_dir: Path) -> list[Verdict]:
     """Earlier runs' verdicts on this task, as they were when this run started (kept in the run
     folder, so a resumed run starts from the same knowledge)."""
     snapshot = run_dir / VERDICTS
     if not snapshot.exists():
-        rows = [[c.kernel, c.values, status, log]
-                for c, status, log in store.earlier_verdicts(config.task, config.arch, executor.name, config.run_id)]
+        rows = [[c.kernel, c.values, status, log, ms]
+                for c, status, log, ms in store.earlier_verdicts(config.task, config.arch, executor.name,
+                                                                 config.run_id)]
         write_atomic(snapshot, json.dumps(rows).encode())
     return kept_verdicts(run_dir)
 
 
-def kept_verdicts(run_dir: Path) -> list[tuple[Candidate, str, str]]:
-    """The earlier runs' verdicts a run started from, as kept in its folder ([] if none were kept)."""
+def kept_verdicts(run_dir: Path) -> list[Verdict]:
+    """The earlier runs' verdicts a run started from, as kept in its folder ([] if none were kept; a
+    snapshot written before times were kept has none)."""
     snapshot = run_dir / VERDICTS
     rows = json.loads(snapshot.read_text()) if snapshot.exists() else []
-    return [(Candidate.make(row[0], row[1]), row[2], row[3] if len(row) > 3 else "") for row in rows]
+    return [(Candidate.make(row[0], row[1]), row[2], row[3] if len(row) > 3 else "",
+             row[4] if len(row) > 4 else None) for row in rows]
 
 
-def learn_earlier(state: SearchState, verdicts: list[tuple[Candidate, str, str]]) -> None:
-    """The knowledge base starts from earlier runs' verdicts. LLM kernels of other runs teach compile
-    rules only: their knob values belong to files this run does not have."""
-    for candidate, status, log in verdicts:
-        state.kb.learn_from(candidate, Status(status), log,
-                            knobs=state.space.contains(candidate) and not candidate.kernel.startswith("llm"))
+def learn_earlier(state: SearchState, verdicts: list[Verdict]) -> None:
+    """The knowledge base starts from earlier runs' verdicts, and the performance predictor from their
+    times and failures. LLM kernels of other runs teach compile rules only: their knob values belong
+    to files this run does not have."""
+    for candidate, status, log, ms in verdicts:
+        own = state.space.contains(candidate) and not candidate.kernel.startswith("llm")
+        if own and status != Status.not_run.value:
+            state.earlier.append((candidate, ms if status == Status.ok.value else None))
+        state.kb.learn_from(candidate, Status(status), log, knobs=own)

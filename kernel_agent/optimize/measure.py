@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from sandbox import GpuWorker, KernelError, Outcome, Settings, Status, detect_arch
 
 from ..seams import Attempt, Candidate, Executor, SearchState
-from .executors import ExecutorError, GpuExecutor
+from .executors import SEARCH_SETTINGS, ExecutorError, GpuExecutor
 from .knowledge import KnowledgeBase
 from .loop import RunResult, add_attempt, batches_of, kept_verdicts, learn_earlier, reward_batch
 from .measure_files import ORIGINAL_JOURNAL, keep_originals, keep_port_winners, log_results, record_in_store
@@ -62,7 +62,7 @@ def measure_on_gpu(run: Run, device: int = 0, settings: Settings | None = None, 
         info = worker.start()
 
         def executor(space: Space) -> Executor:
-            gpu = GpuExecutor(run.task, space, worker, run.config.arch, settings or Settings(budget_ms=200))
+            gpu = GpuExecutor(run.task, space, worker, run.config.arch, settings or SEARCH_SETTINGS)
             gpu.on_each = on_each
             return gpu
 

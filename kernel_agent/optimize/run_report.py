@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sandbox import Outcome, Timing
+from sandbox import Outcome, Status, Timing
 
 from ..files import write_atomic
 from ..llm.tallies import read_rows, tallies_from_trajectory, usage
 from ..plots import ProgressPoint, RooflinePoint, progress_png, roofline_png
 from ..seams import Attempt
 from .loop import RunResult, batches_of
+from .predictor import spearman
 from .space import Space
 
 NO_PLOTS = "plots need matplotlib: install kagent[plot]"
@@ -94,6 +95,7 @@ def report_markdown(result: RunResult, strategy, plots: bool = True, roofline: b
     lines += _credit_section(getattr(strategy, "planner", None))
     lines += _llm_section(getattr(strategy, "llm", None), result, run_dir)
     lines += _knowledge_section(result)
+    lines += predictor_section(result.state.attempts)
     lines += _attempts_section(result)
     lines += ["", "![progress](progress.png)" if plots else f"({NO_PLOTS})", ""]
     if roofline:
@@ -138,6 +140,33 @@ def _knowledge_section(result: RunResult) -> list[str]:
         lines += ["", "Rules distilled from compile errors (quoted in prompts):", ""]
         lines += [f"- {text} ({hits} times)" for text, hits in kb.compile_rules.most_common()]
     return lines
+
+
+def predictor_section(attempts: list[Attempt]) -> list[str]:
+    """The performance predictor checked against the measurements of the candidates it screened: rank
+    correlation of predicted and measured time, and its failure forecasts against what failed."""
+    screened = [a for a in attempts if a.predicted is not None and a.outcome.status is not Status.not_run]
+    if not screened:
+        return []
+    timed = [a for a in screened if a.ms is not None]
+    failed = [a for a in screened if a.ms is None]
+    rho = spearman([a.predicted.ms for a in timed if a.predicted], [a.ms for a in timed if a.ms is not None])
+    lines = ["", "## Performance predictor: predicted vs measured", "",
+             f"- {len(screened)} of {len(attempts)} attempts were picked by screening; {len(timed)} of them ran "
+             f"correctly, {len(failed)} failed; {len(new_bests(attempts) & {a.number for a in screened})} of them "
+             "were a new best when measured.",
+             f"- Rank correlation (Spearman) of predicted and measured time over those {len(timed)}: "
+             + (f"{rho:+.2f}" if rho is not None else "too few to tell") + "."]
+    if timed and failed:
+        p_failed = _mean([a.predicted.p_fail for a in failed if a.predicted])
+        p_ran = _mean([a.predicted.p_fail for a in timed if a.predicted])
+        lines.append(f"- Predicted chance of failing: {p_failed:.2f} on average for those that failed, {p_ran:.2f} "
+                     "for those that ran.")
+    return lines
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
 
 
 def _attempts_section(result: RunResult, shown: int = 25) -> list[str]:

@@ -23,7 +23,7 @@ from ..seams import Attempt, Executor, Proposer, SearchState
 from ..skeletons import fitting
 from ..skeletons.winners import FOLDER as WINNERS_FOLDER
 from ..task import Task, load_task
-from .executors import CompileOnlyExecutor, ExecutorError, GpuExecutor, ReplayExecutor
+from .executors import SEARCH_SETTINGS, CompileOnlyExecutor, ExecutorError, GpuExecutor, ReplayExecutor
 from .loop import RunResult, search
 from .policy import PolicyBook, PolicyError
 from .run_config import LLMSettings, RunConfig
@@ -244,7 +244,7 @@ def execute(run: Run, settings: Settings | None = None, hooks: Hooks | None = No
         if config.executor == "gpu":
             if worker is None:
                 worker = own_worker = GpuWorker(device)
-            executor = GpuExecutor(run.task, space, worker, config.arch, settings or Settings(budget_ms=200))
+            executor = GpuExecutor(run.task, space, worker, config.arch, settings or SEARCH_SETTINGS)
         elif config.executor == "compile-only":
             executor = CompileOnlyExecutor(run.task, space, config.arch)
         else:

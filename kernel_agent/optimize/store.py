@@ -17,7 +17,7 @@ from pathlib import Path
 from sandbox import Outcome, Status
 
 from ..files import write_atomic
-from ..seams import Attempt, Candidate
+from ..seams import Attempt, Candidate, Forecast
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -115,17 +115,19 @@ class Store:
              attempt.ms, o.speedup, attempt.reward, attempt.seconds, o.model_dump_json()))])
 
     def earlier_verdicts(self, task: str, arch: str, executor: str,
-                         exclude_run: str) -> list[tuple[Candidate, str, str]]:
-        """(candidate, status, compile log or "") of earlier runs of the same task: the knowledge base
-        starts from them."""
+                         exclude_run: str) -> list[tuple[Candidate, str, str, float | None]]:
+        """(candidate, status, compile log or "", median ms or None) of earlier runs of the same task: the
+        knowledge base and the performance predictor start from them."""
         if self.db is None:
             return []
         try:
             rows = self.db.execute(
-                "SELECT kernel, knobs, status, CASE WHEN status = 'compile_error' THEN outcome END FROM attempts "
+                "SELECT kernel, knobs, status, CASE WHEN status = 'compile_error' THEN outcome END, median_ms "
+                "FROM attempts "
                 "WHERE task = ? AND arch = ? AND executor = ? AND run_id != ? AND status != 'not_run'",
                 (task, arch, executor, exclude_run)).fetchall()
-            return [(Candidate.make(k, json.loads(v)), s, _log(outcome)) for k, v, s, outcome in rows if s in STATUSES]
+            return [(Candidate.make(k, json.loads(v)), s, _log(outcome), float(ms) if ms is not None else None)
+                    for k, v, s, outcome, ms in rows if s in STATUSES]
         except (sqlite3.Error, ValueError, TypeError, AttributeError) as exc:
             self._give_up(exc)
             return []
@@ -184,7 +186,8 @@ class Journal:
                 outcome=Outcome.model_validate(row["outcome"]), seconds=float(row["seconds"]),
                 specialist=row["specialist"],
                 parent=Candidate.make(*row["parent"]) if row["parent"] else None,
-                note=str(row["note"]), reward=row["reward"], batch=int(row.get("batch") or 0))
+                note=str(row["note"]), reward=row["reward"], batch=int(row.get("batch") or 0),
+                predicted=Forecast(float(f["ms"]), float(f["p_fail"])) if (f := row.get("predicted")) else None)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise JournalError(f"{self.path}: line {number} is not an attempt record ({type(exc).__name__}: "
                                f"{exc}); repair or delete that line to resume") from None
@@ -207,6 +210,7 @@ class Journal:
             "specialist": attempt.specialist,
             "parent": [attempt.parent.kernel, attempt.parent.values] if attempt.parent else None,
             "note": attempt.note, "reward": attempt.reward, "seconds": attempt.seconds, "batch": attempt.batch,
+            "predicted": {"ms": p.ms, "p_fail": p.p_fail} if (p := attempt.predicted) else None,
             "outcome": json.loads(attempt.outcome.model_dump_json()),
         }
         return json.dumps(row) + "\n"

@@ -22,3 +22,12 @@ def test_variant_beats_baseline_side_by_side(layernorm, worker):
     assert outcome.status is Status.ok, outcome.message
     assert outcome.baseline_timing is not None and outcome.speedup > 1.0
     assert not outcome.flags, outcome.flags
+
+
+def test_timing_sized_to_the_noise_stops_early_and_agrees_with_the_full_budget(layernorm, worker):
+    variant = layernorm.path(layernorm.variants["rowblock"])  # timed beside the baseline: ~2.75 ms a round
+    full = check(layernorm, variant, worker=worker, settings=Settings(budget_ms=1000))
+    quick = check(layernorm, variant, worker=worker, settings=Settings(budget_ms=1000, precision=0.005))
+    assert full.status is Status.ok and quick.status is Status.ok, (full.message, quick.message)
+    assert quick.timing.repetitions < full.timing.repetitions / 2, (quick.timing, full.timing)
+    assert quick.timing.median_ms == pytest.approx(full.timing.median_ms, rel=0.05)

@@ -6,6 +6,13 @@ beside a failure, or a diverse one) and the specialists, in its bandit's order, 
 their policies; proposals a failure rule forbids are dropped before compiling (a few are let through
 to probe the rule); among the rest the one that balances the policy's preference with distance from
 everything tried is kept. Rank rewards then train the specialists that acted.
+
+With the performance predictor (the default; `screening.py`), a stalled search (no new best for a
+few evaluations) also jumps: up to two slots of the batch go to the untried candidates, drawn from
+anywhere in the space, that the predictor (fitted on every attempt so far) expects to improve on the
+best the most; the planner fills the rest as before. Screening more (most slots of every batch, or
+vetoing the specialists' likely failures) was measured and did worse on the recorded spaces: the
+predictor ranks the specialists' local moves less well than their policies do.
 """
 
 from __future__ import annotations
@@ -13,8 +20,10 @@ from __future__ import annotations
 from sandbox import SPECIALISTS
 
 from ...seams import Attempt, Candidate, Plan, Proposal, Proposer, SearchState, Strategy
+from ..neighbourhood import Neighbourhood
 from ..planner import EXPLOIT, STALL_EVALUATIONS, Planner
 from ..policy import PolicyBook
+from ..screening import Screen
 from ..specialists import Specialist
 from . import kernels_as_written
 
@@ -23,20 +32,25 @@ NOVELTY_WEIGHT = 0.5
 LOCALITY_WEIGHT = 0.5
 RULE_PROBE_CHANCE = 0.1
 NEIGHBOURHOOD_LIMIT = 50_000  # candidates of one kernel file we are willing to enumerate
+LEARNED_WEIGHT = 0.25  # beside the best: the policies' logits against each knob changed
 ASKS_WHEN_IDLE = 3  # asks for a new kernel in a batch with nothing else to try, before the run stops
+JUMPS = 2  # slots of a stalled batch that go to the predictor's picks
+JUMP_POOL = 256  # untried candidates screened for them
 
 
 class AgentStrategy(Strategy):
     name = "agent"
 
     def __init__(self, policies: PolicyBook | None = None, llm: Proposer | None = None, llm_every: int = 2,
-                 ports: list[str] | None = None):
+                 ports: list[str] | None = None, predictor: bool = True):
         self.policies = policies or PolicyBook()
+        self.screen = Screen() if predictor else None
         specialists = {s: Specialist(s, self.policies[s]) for s in SPECIALISTS}
         self.planner = Planner(specialists, llm_every=llm_every, ports=list(ports or []))
         self.llm = llm  # a Proposer (the LLM) carries out the planner's repair and rewrite plans
         self._best_ms: float | None = None
         self._batches = 0
+        self._neighbourhoods: dict[tuple[int, str], Neighbourhood] = {}
 
     def propose(self, state: SearchState, count: int) -> list[Proposal]:
         taken = set(state.seen)
@@ -45,6 +59,8 @@ class AgentStrategy(Strategy):
             return out
         self._batches += 1
         out += self._from_model(state, count)
+        taken |= {p.candidate for p in out}
+        out += self._jumps(state, taken, count - len(out))
         taken |= {p.candidate for p in out}
         while len(out) < count:
             proposal = None
@@ -56,6 +72,25 @@ class AgentStrategy(Strategy):
             out.append(proposal)
             taken.add(proposal.candidate)
         return out or self._new_structure(state)
+
+    def _jumps(self, state: SearchState, taken: set[Candidate], slots: int) -> list[Proposal]:
+        """While stalled: the predictor's picks among untried candidates from anywhere in the space (of
+        kernels measured correct), at most JUMPS of the batch's `slots`."""
+        if slots <= 0 or self.screen is None or state.since_improvement < STALL_EVALUATIONS \
+                or not self.screen.ready(state):
+            return []
+        measured = {a.candidate.kernel for a in state.correct()}
+        pool = state.unseen_random(JUMP_POOL, exclude=taken,
+                                   allow=lambda c: c.kernel in measured and not state.kb.blocking_rule(c))
+        proposals = [Proposal(c, note="stalled: the predictor's pick") for c in pool]
+        return self.screen.rank(state, proposals)[:min(JUMPS, slots)]
+
+    def _forbidden(self, state: SearchState, candidate: Candidate) -> bool:
+        """A failure rule forbids it (one in RULE_PROBE_CHANCE goes through to test the rule)."""
+        if (rule := state.kb.blocking_rule(candidate)) and state.rng.random() >= RULE_PROBE_CHANCE:
+            state.kb.count_pruned(rule)
+            return True
+        return False
 
     def _new_structure(self, state: SearchState) -> list[Proposal]:
         """Nothing left offline (say, a naive kernel only, or nothing measured): port a skeleton not
@@ -101,17 +136,17 @@ class AgentStrategy(Strategy):
         kernel = state.space.kernels[parent.kernel]
         if kernel.size > NEIGHBOURHOOD_LIMIT:
             return None
-        pool = [c for c in state.space.all() if c.kernel == parent.kernel and c not in taken
-                and not state.kb.blocking_rule(c)]
-        if not pool:
-            return None
-        state.rng.shuffle(pool)
+        key = (id(state.space), parent.kernel)
+        if key not in self._neighbourhoods:
+            self._neighbourhoods[key] = Neighbourhood(state.space, parent.kernel)
 
-        def score(c: Candidate) -> float:
-            learned = sum(self.policies[kernel.knobs[k].specialist].logits.get(k, {}).get(v, 0.0) for k, v in c.knobs)
-            return -c.distance(parent) + 0.25 * learned
+        def logits(specialist: str, knob: str) -> dict[str, float]:
+            return self.policies[specialist].logits.get(knob, {})
 
-        return Proposal(max(pool, key=score), parent=parent, note="beside the best, several specialists")
+        for candidate in self._neighbourhoods[key].ranked(parent, logits, LEARNED_WEIGHT, state.rng):
+            if candidate not in taken and not state.kb.blocking_rule(candidate):
+                return Proposal(candidate, parent=parent, note="beside the best, several specialists")
+        return None
 
     def _tune(self, state: SearchState, taken: set[Candidate], plan: Plan) -> Proposal | None:
         """The specialists, in the bandit's order, propose children of the plan's parent; the first with
@@ -128,10 +163,8 @@ class AgentStrategy(Strategy):
                                                           OPTIONS_PER_SLOT)):
                 if child in taken or not state.space.contains(child):  # a recorded space's restrictions
                     continue
-                if (rule := state.kb.blocking_rule(child)) and state.rng.random() >= RULE_PROBE_CHANCE:
-                    state.kb.count_pruned(rule)  # one in RULE_PROBE_CHANCE goes through to test the rule
-                    continue
-                options.append(child)
+                if not self._forbidden(state, child):
+                    options.append(child)
             if options:
                 weight = -LOCALITY_WEIGHT if why == EXPLOIT else NOVELTY_WEIGHT
 

@@ -3,6 +3,7 @@ figures computed from their traces, and the files and table it writes."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from kernel_agent.bench.side_by_side import StrategyResult, bench_cache, evaluat
 from kernel_agent.bench.side_by_side_report import verdicts, write
 from kernel_agent.cli import app
 from kernel_agent.foreign_cache import load_foreign
+from sandbox import Status
 from tests.kernel_agent.test_foreign_cache import small_cache
 
 
@@ -99,3 +101,26 @@ def test_replay_bench_refuses_a_bad_cache_and_an_unknown_strategy(tmp_path):
         result = _cli("replay-bench", "--cache", small_cache(tmp_path), "--kernel-tuner", "no_such_search",
                       "--out", tmp_path / "o")
         assert result.exit_code == 2 and "no_such_search" in result.output
+
+
+WIDE_SAMPLES = Path(__file__).resolve().parents[1] / "data" / "h200" / "wide_samples"
+
+
+@pytest.mark.parametrize("name", ["attention_wide", "matmul_fp32_wide", "maxpool2d_wide", "transpose_wide"])
+def test_the_h200_samples_of_the_wide_spaces_read_as_recorded_spaces(name):
+    """Each kept sample: 360 combinations, every failure classed as kagent classed it on the H200, and a
+    short search of it stays within what was sampled."""
+    path = WIDE_SAMPLES / f"{name}_H200_sample.json.gz"
+    cache = load_foreign(path)
+    assert cache.size == 360 and cache.device == "NVIDIA H200"
+    entries = json.loads(gzip.decompress(path.read_bytes()))["cache"].values()
+    statuses = {"compile_error": Status.compile_error, "resource_error": Status.launch_error,
+                "launch_error": Status.launch_error}
+    assert all(e["kagent_status"] in ("ok", *statuses) for e in entries)  # no wrong result was sampled
+    for entry in entries:
+        values = tuple(str(entry[k]) for k in cache.raw["tune_params_keys"])
+        result = cache.results[values]
+        assert isinstance(result, float) if entry["kagent_status"] == "ok" else result is statuses[
+            entry["kagent_status"]]
+    bench = bench_cache(cache, seeds=1, budget=15, ours=("agent",), theirs=())
+    assert len(bench.results[0].traces[0]) == 15

@@ -52,6 +52,8 @@ def replay_caches(caches: list[Path], seeds: int, budget: int, theirs: tuple[str
 
             def advance(strategy: str, seed: int, bar=bar, name=cache.path.name) -> None:
                 progress.update(bar, advance=1, description=f"{name}: {strategy} seed {seed}")
+                if not console.is_terminal and seed == seeds - 1:  # no live bar in a log: a line a strategy
+                    console.print(f"{name}: {strategy}, {seeds} seeds done", markup=False)
 
             benches.append(bench_cache(cache, seeds, budget, theirs=theirs, on_run=advance))
     wide = Console(width=max(console.width, 170), emoji=False)

@@ -88,6 +88,7 @@ def test_replay_bench_with_a_cache_prints_the_table_and_writes_its_files(tmp_pat
                   "--seeds", 2, "--budget", 30, "--out", out)
     assert result.exit_code == 0, result.output
     assert "random_sample" in result.output and "agent-no-predictor" in result.output
+    assert "small.json: random_sample, 2 seeds done" in result.output  # a line a strategy where no bar shows
     assert (out / "report.md").exists() and (out / "side_by_side.json").exists()
 
 

@@ -5,6 +5,7 @@ infrastructure error that `--resume` retries. Ray is imported only here, and onl
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -93,7 +94,8 @@ class RayBench(Bench):
             self._dispatch(ray)
         finally:
             if started_here:
-                ray.shutdown()
+                with contextlib.suppress(Exception):  # an interrupted bench keeps its results whatever Ray says
+                    ray.shutdown()
         return self.write_report()
 
     def _connect(self, ray: ModuleType) -> None:
@@ -152,7 +154,8 @@ class RayBench(Bench):
                         self.on_event(flight.slot, "done")
         except KeyboardInterrupt:  # as with lanes: the tasks in flight are dropped, --resume redoes them
             for ref in flights:
-                ray.cancel(ref, force=True)
+                with contextlib.suppress(Exception):  # best effort: a task may end as it is cancelled
+                    ray.cancel(ref, force=True)
             raise
 
     def _job(self, file: Path, task: Task) -> Job:

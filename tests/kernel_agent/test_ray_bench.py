@@ -189,7 +189,7 @@ def test_resume_after_the_driver_is_killed_loses_no_finished_task(cluster, tmp_p
     kept = {p.name: p.read_bytes() for p in (folder / "tasks").glob("*.json")}
     assert 1 <= len(kept) < 21, output
     if sig == signal.SIGTERM:
-        assert driver.returncode == 130 and "continue with --resume" in " ".join(output.split())
+        assert driver.returncode == 130 and "continue with --resume" in " ".join(output.split()), output
         assert "**Partial:" in (folder / "report.md").read_text()
     again = kagent("bench", "--resume", folder, "--ray", cluster)
     assert again.exit_code == 0, again.output

@@ -126,8 +126,9 @@ def _text(value: object) -> str:
 
 
 def load_foreign(path: Path) -> ForeignCache:
-    """Read a kernel_tuner cache file (`.json`, or `.json.gz`). Raises ForeignCacheError when it is not
-    one, when its objective is not a time, or when nothing in it ran."""
+    """Read a kernel_tuner cache file (`.json`, or `.json.gz`), or a kagent sweep recording as one
+    (`kernel_tuner_form`). Raises ForeignCacheError when it is neither, when its objective is not a
+    time, or when nothing in it ran."""
     try:
         data = path.read_bytes()
         raw = json.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
@@ -135,6 +136,8 @@ def load_foreign(path: Path) -> ForeignCache:
         raise ForeignCacheError(f"cannot read {path}: {exc}") from None
     if not isinstance(raw, dict):
         raise ForeignCacheError(f"{path} is not a kernel_tuner cache (a JSON object)")
+    if str(raw.get("format", "")).startswith("kagent-sweep/"):
+        raw = kernel_tuner_form(raw, path)
     missing = [k for k in ("tune_params_keys", "tune_params", "cache") if k not in raw]
     if missing:
         raise ForeignCacheError(f"{path} is not a kernel_tuner cache: it has no {', '.join(missing)}")
@@ -162,3 +165,55 @@ def load_foreign(path: Path) -> ForeignCache:
     return ForeignCache(path=path, device=str(raw.get("device_name", "unknown device")),
                         kernel=str(raw.get("kernel_name", path.stem)), problem_size=raw.get("problem_size"),
                         raw=raw, params=params, results=results)
+
+
+KAGENT_FAILURES = {"compile_error": "CompilationFailedConfig", "resource_error": "InvalidConfig",
+                   "launch_error": "InvalidConfig"}  # any other failure ran and failed: RuntimeFailedConfig
+
+
+def kernel_tuner_form(sweep: dict, path: Path) -> dict:
+    """A kagent sweep recording (`kagent sweep`'s file) as a kernel_tuner cache of its variant: one
+    configuration per recorded combination of the variant's knobs, its median time in ms or the failure
+    (compile errors as `CompilationFailedConfig`; resource and launch errors, found before anything ran,
+    as `InvalidConfig`; a kernel that ran and failed as `RuntimeFailedConfig`), and kagent's own verdict
+    as `kagent_status`. Parameter values keep the order the sweep met them in, which is the kernel's
+    declared order (its default first), so a search starts where kagent's does. The baseline, a
+    different kernel, is left out. A sweep of several variants is refused: it is several spaces."""
+    records = [r for r in sweep.get("records", []) if r.get("kernel") != LABEL]
+    variants = sorted({r.get("kernel") for r in records})
+    if len(variants) != 1:
+        named = ", ".join(map(str, variants))
+        raise ForeignCacheError(f"{path}: a kagent sweep of {len(variants)} variants ({named}); sweep one variant "
+                                "(kagent sweep --variant) to search it as a space")
+    keys = list(records[0]["knobs"])
+    params: dict[str, list[str]] = {k: [] for k in keys}
+    cache = {}
+    for record in records:
+        knobs, outcome = record["knobs"], record["outcome"]
+        if list(knobs) != keys:
+            raise ForeignCacheError(f"{path}: records name different knobs ({list(knobs)} and {keys})")
+        for k in keys:
+            if knobs[k] not in params[k]:
+                params[k].append(knobs[k])
+        timing, status = outcome.get("timing"), outcome.get("status")
+        time = timing["median_ms"] if status == "ok" and timing else KAGENT_FAILURES.get(status, "RuntimeFailedConfig")
+        cache[",".join(knobs[k] for k in keys)] = {**{k: _number(knobs[k]) for k in keys}, "time": time,
+                                                   "kagent_status": status}
+    gpu = sweep.get("gpu") or {}
+    timed = next((r["outcome"]["sizes_checked"][-1] for r in records if r["outcome"].get("sizes_checked")), "")
+    dims = [int(word.split("=")[1]) for word in timed.split() if word.split("=")[-1].isdigit()]  # N=32 C=64 ...
+    return {"device_name": gpu.get("name", "unknown device"), "kernel_name": f"{sweep.get('task')}:{variants[0]}",
+            "problem_size": dims or [1], "tune_params_keys": keys,
+            "tune_params": {k: [_number(v) for v in params[k]] for k in keys}, "objective": "time", "cache": cache}
+
+
+def _number(text: str) -> int | float | str:
+    """A knob value as kernel_tuner would hold it: a number where it reads as one and writes back the same
+    (cache keys are the values as written)."""
+    for kind in (int, float):
+        try:
+            value = kind(text)
+        except ValueError:
+            continue
+        return value if _text(value) == text else text
+    return text

@@ -1,6 +1,6 @@
 """`kagent sweep`: every knob combination of a task's kernels, measured (or compiled) and recorded
-(format in `recording.py`). The recording is rewritten after every candidate, so an interrupted sweep
-resumes where it stopped."""
+(format in `recording.py`). The recording is rewritten every couple of seconds and when the sweep
+stops, interrupted or not, so an interrupted sweep resumes where it stopped and compiles only what is left."""
 
 from __future__ import annotations
 
@@ -18,12 +18,15 @@ from sandbox import (
     Settings,
     Timing,
     ceilings,
+    key_of,
     load_kernel,
     nvrtc_version,
 )
 
 from .recording import SweepCache, SweepRecord, load, save, source_hash
 from .task import Task
+
+SAVE_EVERY_S = 2.0  # the whole file is rewritten, so not after every record; a killed sweep loses this much
 
 
 def candidates(task: Task, variant: str | None = None,
@@ -62,30 +65,40 @@ def sweep(
         cache.ceilings = {k: v for k, v in ceilings(worker).items() if k != "device"}
     if cache.baseline_timing is not None:  # a resumed sweep: speedups against the baseline it measured
         evaluator.baseline_timing = Timing.model_validate(cache.baseline_timing)
-    todo = candidates(task, variant, max_combinations)
-    built = evaluator.build([kernel for _, kernel in todo])  # every compile at once; the runs read the cache
-    done = cache.done()
-    for number, ((label, kernel), ahead) in enumerate(zip(todo, built), start=1):
-        if ahead.outcome.candidate_id in done:
-            continue
-        started = time.perf_counter()
-        # the library function is timed once, beside the baseline, not beside every candidate
-        if label == "baseline" and cache.baseline_timing is None:
-            outcome = evaluator.measure_baseline(kernel)
-            if worker is not None:
-                if outcome.timing is None:
-                    raise RuntimeError(f"the baseline failed, so nothing can be compared: {outcome.message}")
-                cache.baseline_timing = outcome.timing.model_dump()
-        else:
-            (outcome,) = evaluator.evaluate([kernel])
-        record = SweepRecord(kernel=label, file=os.path.relpath(kernel.path, task.root), knobs=kernel.knobs,
-                             outcome=outcome, seconds=round(time.perf_counter() - started, 3),
-                             source_sha256=source_hash(kernel.source))
-        cache.records.append(record)
-        save(cache, out)
-        if on_result:
-            on_result(record, number, len(todo))
+    every = candidates(task, variant, max_combinations)
+    done = cache.done()  # a resumed sweep compiles only what it has not recorded yet
+    todo = [(label, kernel) for label, kernel in every if key_of(kernel.compile_job(evaluator.arch)) not in done]
+    evaluator.build([kernel for _, kernel in todo])  # every compile at once; the runs below read the cache
+    saved = time.monotonic()
+    try:
+        for number, (label, kernel) in enumerate(todo, start=len(every) - len(todo) + 1):
+            cache.records.append(_measure(evaluator, task, cache, label, kernel, worker))
+            if time.monotonic() - saved > SAVE_EVERY_S:
+                save(cache, out)
+                saved = time.monotonic()
+            if on_result:
+                on_result(cache.records[-1], number, len(every))
+    finally:
+        save(cache, out)  # also when interrupted: everything measured is kept
     return cache
+
+
+def _measure(evaluator: Evaluator, task: Task, cache: SweepCache, label: str, kernel: Kernel,
+             worker: GpuWorker | None) -> SweepRecord:
+    """One candidate's record (the baseline, the first time, measured with the library function)."""
+    started = time.perf_counter()
+    # the library function is timed once, beside the baseline, not beside every candidate
+    if label == "baseline" and cache.baseline_timing is None:
+        outcome = evaluator.measure_baseline(kernel)
+        if worker is not None:
+            if outcome.timing is None:
+                raise RuntimeError(f"the baseline failed, so nothing can be compared: {outcome.message}")
+            cache.baseline_timing = outcome.timing.model_dump()
+    else:
+        (outcome,) = evaluator.evaluate([kernel])
+    return SweepRecord(kernel=label, file=os.path.relpath(kernel.path, task.root), knobs=kernel.knobs,
+                       outcome=outcome, seconds=round(time.perf_counter() - started, 3),
+                       source_sha256=source_hash(kernel.source))
 
 
 def _open(out: Path, task: Task, task_file: Path, arch: str, worker: GpuWorker | None) -> SweepCache:

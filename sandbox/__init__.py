@@ -14,6 +14,7 @@ from .compiler import (
     check_flags,
     compile_many,
     compile_source,
+    key_of,
 )
 from .directives import SPECIALISTS, DirectiveError, Directives, Knob
 from .directives import parse as parse_directives
@@ -102,6 +103,7 @@ __all__ = [
     "expr_names",
     "gpu_count",
     "include_dirs",
+    "key_of",
     "load_kernel",
     "nvrtc_version",
     "outcome_from_reply",

@@ -75,7 +75,7 @@ def _pieces(size: int) -> list[slice]:
 def _count_bad(buffer: Buffer, got_storage: np.ndarray, expected: np.ndarray) -> int:
     dtype = lookup(buffer.dtype)
     if buffer.exact or not dtype.is_float:
-        want = expected.astype(got_storage.dtype) if dtype.is_float else expected
+        want = expected.astype(got_storage.dtype, copy=False) if dtype.is_float else expected
         return int(np.count_nonzero(got_storage != want))
     got = to_values(got_storage, dtype).astype(np.float64)
     ref = np.asarray(expected, dtype=np.float64)

@@ -131,6 +131,12 @@ def compile_many(jobs: Sequence[CompileJob | Mapping[str, Any]], processes: int 
     return [done[p.key] if isinstance(p, _Pending) else p for p in prepared]
 
 
+def key_of(job: CompileJob, limits: CompileLimits | None = None) -> str:
+    """The key `compile_many` gives this job's result (its candidate id), found without compiling: the
+    source, knobs, flags, arch, entries and the headers it includes."""
+    return _prepare(job, limits or CompileLimits.from_env()).key
+
+
 @dataclass
 class _Pending:
     key: str

@@ -10,8 +10,8 @@ import numpy as np
 
 from .compare import compare, same_bytes
 from .dtypes import scalar_type
-from .gpu import GuardedBuffer, count_differences
-from .host_cache import kept, pinned_pool_for
+from .gpu import DEVICE_COMPARE_MIN, GuardedBuffer, bad_on_device, count_differences
+from .host_cache import kept, page_locked, pinned_pool_for
 from .inputs import draw, load_function, run_reference
 from .kernel_failure import KernelFailure, cuda_errors, failure_class, identical
 from .library import time_library
@@ -100,12 +100,15 @@ class Evaluation:
         run = lambda: self.run_once(program, functions, index, buffers, inputs)  # noqa: E731
         runs = [run(), run()]
         state = SizeState(buffers, inputs, self.reference_outputs(index, seed, inputs))
-        mismatch = self.first_mismatch(index, runs[0], state.reference, "check")
-        if mismatch is None and not identical(runs[0], runs[1]):  # identical bytes need no second compare
-            mismatch = self.first_mismatch(index, runs[1], state.reference, "repeat")
+        same = identical(runs[0], runs[1])  # then one compare judges both
+        # The second run's outputs are still in the buffers: the device judges them (and the first
+        # run's, when they are the same bytes) before the host compares anything.
+        mismatch = self.first_mismatch(index, runs[0], state.reference, "check", buffers if same else None)
+        if mismatch is None and not same:
+            mismatch = self.first_mismatch(index, runs[1], state.reference, "repeat", buffers)
         if mismatch:
             runs += [run() for _ in range(EXTRA_RUNS_ON_MISMATCH)]
-        same = all(identical(runs[0], r) for r in runs[1:])
+            same = all(identical(runs[0], r) for r in runs[1:])
         self.deterministic &= same
         if mismatch:
             status, message = failure_class(runs, same, f"wrong {mismatch.output} at {case.label}")
@@ -130,12 +133,14 @@ class Evaluation:
                 with cuda_errors():
                     function.max_dynamic_shared_size_bytes = launch.smem
 
-    def run_once(self, program, functions, index, buffers, inputs) -> dict[str, np.ndarray]:
+    def run_once(self, program, functions, index, buffers, inputs, download=True) -> dict[str, np.ndarray]:
+        """Poison the outputs, launch, check guards and inputs; the outputs' host copies (none when
+        `download` is False: they stay in the buffers)."""
         for buffer in buffers.values():
             buffer.reset()
         self.launch_all(program, functions, index, buffers)
         self.check_integrity(index, buffers, inputs)
-        return {n: b.download() for n, b in buffers.items() if b.spec.role == "output"}
+        return {n: b.download() for n, b in buffers.items() if b.spec.role == "output" and download}
 
     def launch_all(self, program, functions, index, buffers) -> None:
         self.beat(f"the launch at {self.req.sizes[index].label}", self.s.launch_timeout_s)  # a hang names its size
@@ -172,7 +177,7 @@ class Evaluation:
         def draw_them() -> dict[str, np.ndarray]:
             self.beat("inputs", self.s.reference_timeout_s)
             rng = np.random.default_rng([seed, index])
-            return {b.name: draw(b, rng) for b in case.buffers if b.role == "input"}
+            return page_locked({b.name: draw(b, rng) for b in case.buffers if b.role == "input"})
 
         return kept(("inputs", self.req.reference, case.model_dump_json(), seed), draw_them)
 
@@ -184,14 +189,29 @@ class Evaluation:
             self.beat("reference", self.s.reference_timeout_s)
             input_specs = [b for b in case.buffers if b.role == "input"]
             outputs = [b for b in case.buffers if b.role == "output"]
-            return run_reference(self.reference, inputs, input_specs, case.scalars, outputs, case.dims)
+            return page_locked(run_reference(self.reference, inputs, input_specs, case.scalars, outputs, case.dims))
 
         return kept(("reference", self.req.reference, case.model_dump_json(), seed), compute)
 
-    def first_mismatch(self, index, got, reference, phase) -> Mismatch | None:
+    def first_mismatch(self, index: int, got: dict[str, np.ndarray], reference: dict[str, np.ndarray],
+                       phase: str, on_device: dict[str, GuardedBuffer] | None = None) -> Mismatch | None:
+        """The first output that differs from the reference. `got` holds the host copies (downloaded
+        here where missing); `on_device`, the buffers still holding these same outputs: a large output
+        is then judged on the device first, and only one it does not pass is compared on the host."""
         case = self.req.sizes[index]
         for buffer in case.buffers:
-            if buffer.role == "output" and (m := compare(buffer, got[buffer.name], reference[buffer.name])):
+            if buffer.role != "output":
+                continue
+            expected = reference[buffer.name]
+            if on_device is not None and buffer.count >= DEVICE_COMPARE_MIN:
+                self.beat("compare", self.s.reference_timeout_s)
+                if bad_on_device(buffer, on_device[buffer.name].view, expected) == 0:
+                    continue
+            host = got.get(buffer.name)
+            if host is None:
+                assert on_device is not None, "an output neither downloaded nor on the device"
+                host = on_device[buffer.name].download()
+            if m := compare(buffer, host, expected):
                 m.size, m.phase = case.label, phase
                 return m
         return None
@@ -255,8 +275,9 @@ class Evaluation:
         inputs = self.inputs(index, seed)
         for name, values in inputs.items():
             state.buffers[name].upload(values)
-        got = self.run_once(program, self.load(program), index, state.buffers, inputs)
-        if mismatch := self.first_mismatch(index, got, self.reference_outputs(index, seed, inputs), "fresh"):
+        got = self.run_once(program, self.load(program), index, state.buffers, inputs, download=False)
+        reference = self.reference_outputs(index, seed, inputs)
+        if mismatch := self.first_mismatch(index, got, reference, "fresh", state.buffers):
             raise KernelFailure(Status.wrong_result, "wrong result on fresh inputs after timing", mismatch)
 
     def time_library(self, state: SizeState) -> tuple[Timing | None, list[str]]:

@@ -130,6 +130,10 @@ def sweep_command(
     arch: str | None = typer.Option(None, help="Target architecture (default: the GPU's)."),
     device: int = typer.Option(0, help="GPU index."),
     budget_ms: float = typer.Option(200.0, help="Time spent in timed launches per candidate."),
+    precision: float = typer.Option(0.0, min=0.0, max=0.5,
+                                    help="Stop timing a candidate once its median is known to within this "
+                                         "fraction (0: spend the whole budget). A sweep of thousands of "
+                                         "combinations can afford 0.01."),
     max_combinations: int = typer.Option(MAX_COMBINATIONS, min=1, help="Refuse a task with more knob combinations."),
 ) -> None:
     """Evaluate every knob combination of a task's kernels and record a replay cache.
@@ -155,8 +159,8 @@ def sweep_command(
         try:
             if out.exists():
                 before = {r.outcome.candidate_id for r in load(out).records}
-            cache = sweep(task, task_file, out, variant, worker, arch, Settings(budget_ms=budget_ms), show,
-                          max_combinations)
+            settings = Settings(budget_ms=budget_ms, precision=precision)
+            cache = sweep(task, task_file, out, variant, worker, arch, settings, show, max_combinations)
         except (KernelError, KeyError, ValueError, RuntimeError) as exc:
             fail(2, str(exc))
         except KeyboardInterrupt:

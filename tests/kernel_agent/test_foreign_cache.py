@@ -133,3 +133,54 @@ def test_specialists_by_parameter_name():
                                        "between_method")] == ["launch", "memory", "memory", "compute", "reduction",
                                                                "compute"]
     assert LABEL == "baseline"
+
+
+MAXPOOL_SWEEP = Path(__file__).resolve().parents[1] / "data" / "h200" / "wide_sweeps" / "maxpool2d_wide.json.gz"
+
+
+def test_a_full_kagent_sweep_reads_as_a_cache_of_its_variant():
+    cache = load_foreign(MAXPOOL_SWEEP)
+    assert (cache.kernel, cache.device) == ("maxpool2d_wide:tiled", "NVIDIA H200")
+    assert cache.size == cache.product_size == 1728  # every combination of the space, the baseline left out
+    assert cache.failures == 18
+    assert cache.default() == ("256", "4", "1", "4", "1", "1")  # the variant's declared defaults
+    assert cache.knobs()["BLOCK"].values == ["256", "128", "512", "64", "1024", "32"]  # in the declared order
+    assert cache.problem_size == [32, 64, 256, 256, 128, 128]  # the timed size's dims
+    assert 0.17 < cache.best_ms < 0.18
+
+
+def kagent_sweep(tmp_path: Path, records: list[dict]) -> Path:
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps({"format": "kagent-sweep/1", "task": "t", "gpu": {"name": "GPU"}, "records": records}))
+    return path
+
+
+def record(kernel: str, knobs: dict, status: str, ms: float | None = None) -> dict:
+    timing = {"median_ms": ms} if ms else None
+    return {"kernel": kernel, "knobs": knobs, "outcome": {"status": status, "timing": timing,
+                                                          "sizes_checked": ["n=7", "n=1000"] if ms else []}}
+
+
+def test_a_kagent_sweeps_failures_keep_their_kind(tmp_path):
+    path = kagent_sweep(tmp_path, [
+        record("baseline", {}, "ok", 9.0),
+        record("v", {"B": "64", "S": "1e3"}, "ok", 2.0),
+        record("v", {"B": "32", "S": "1e3"}, "compile_error"),
+        record("v", {"B": "64", "S": "7"}, "resource_error"),
+        record("v", {"B": "32", "S": "7"}, "wrong_result"),
+    ])
+    cache = load_foreign(path)
+    assert cache.raw["cache"]["64,1e3"]["time"] == 2.0 and cache.raw["cache"]["64,1e3"]["B"] == 64
+    assert [cache.raw["cache"][k]["time"] for k in ("32,1e3", "64,7", "32,7")] == [
+        "CompilationFailedConfig", "InvalidConfig", "RuntimeFailedConfig"]
+    assert cache.raw["tune_params"]["S"] == ["1e3", 7]  # "1e3" would not write back as itself
+    assert cache.problem_size == [1000]
+    statuses = {c: cache.outcome(cache.candidate(c)).status for c in [("32", "1e3"), ("64", "7"), ("32", "7")]}
+    assert statuses == {("32", "1e3"): Status.compile_error, ("64", "7"): Status.launch_error,
+                        ("32", "7"): Status.runtime_error}
+
+
+def test_a_sweep_of_several_variants_is_refused(tmp_path):
+    path = kagent_sweep(tmp_path, [record("a", {"B": "1"}, "ok", 1.0), record("b", {"B": "1"}, "ok", 1.0)])
+    with pytest.raises(ForeignCacheError, match="2 variants"):
+        load_foreign(path)

@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 from kernel_agent.cli import app
 from kernel_agent.recording import SweepCache
 from kernel_agent.sweep import candidates, sweep
-from sandbox import GpuWorker, Settings, Status
+from sandbox import Evaluator, GpuWorker, Settings, Status
 from tests.paths import LAYERNORM
 from tests.sandbox import fake_workers
 
@@ -22,7 +22,7 @@ def test_candidates_cover_every_combination_baseline_first(layernorm):
         candidates(layernorm, "nope")
 
 
-def test_compile_only_sweep_resumes_after_an_interruption(layernorm, tmp_path):
+def test_compile_only_sweep_resumes_after_an_interruption(layernorm, tmp_path, monkeypatch):
     out = tmp_path / "sweep.json"
 
     def interrupt(record, number, total):
@@ -32,7 +32,16 @@ def test_compile_only_sweep_resumes_after_an_interruption(layernorm, tmp_path):
     with pytest.raises(KeyboardInterrupt):
         sweep(layernorm, LAYERNORM, out, arch="sm_90", on_result=interrupt)
     assert len(SweepCache.model_validate_json(out.read_text()).records) == 5
+    compiled = []
+    build = Evaluator.build
+
+    def counted(self, kernels, *args):
+        compiled.append(len(kernels))
+        return build(self, kernels, *args)
+
+    monkeypatch.setattr(Evaluator, "build", counted)
     cache = sweep(layernorm, LAYERNORM, out, arch="sm_90")
+    assert compiled[0] == 37 - 5  # the sweep's compile of its space leaves out what was recorded
     ids = [r.outcome.candidate_id for r in cache.records]
     assert len(ids) == 37 and len(set(ids)) == 37
     record = json.loads(out.read_text())

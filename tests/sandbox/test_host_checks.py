@@ -58,6 +58,36 @@ def test_the_host_cache_is_bounded_by_bytes_and_keeps_the_newest(monkeypatch):
     assert list(cache._kept) == [("huge",)]
 
 
+def test_kept_arrays_are_page_locked_up_to_a_total(monkeypatch):
+    """Locked memory is taken from the host for good: what is kept locked stays under PIN_MAX_BYTES, and
+    the rest stays in ordinary memory (a stand-in for CuPy's page-locked allocator, which needs CUDA)."""
+    import sys
+    import types
+
+    import sandbox.host_cache as cache
+
+    allocated = []
+    fake = types.ModuleType("cupyx")
+    fake.empty_pinned = lambda shape, dtype: allocated.append(shape) or np.empty(shape, dtype)
+    monkeypatch.setitem(sys.modules, "cupyx", fake)
+    monkeypatch.setattr(cache, "_kept", cache.OrderedDict())
+    monkeypatch.setattr(cache, "PIN_MAX_BYTES", 2500)
+    first = cache.kept(("a",), lambda: cache.page_locked({"v": np.arange(1000, dtype=np.uint8)}))
+    assert isinstance(first, cache.Locked) and (first["v"] == np.arange(1000, dtype=np.uint8)).all()
+    second = cache.kept(("b",), lambda: cache.page_locked({"v": np.ones(1000, np.uint8)}))
+    assert isinstance(second, cache.Locked)
+    third = cache.kept(("c",), lambda: cache.page_locked({"v": np.ones(1000, np.uint8)}))
+    assert not isinstance(third, cache.Locked)  # 3000 bytes would be locked: this one stays ordinary
+    assert allocated == [(1000,), (1000,)]
+
+    def refused(shape, dtype):
+        raise MemoryError("no locked memory")
+
+    fake.empty_pinned = refused
+    monkeypatch.setattr(cache, "_kept", cache.OrderedDict())
+    assert not isinstance(cache.page_locked({"v": np.ones(10, np.uint8)}), cache.Locked)
+
+
 def poison(buffer):
     word, bits = poison_word(buffer)
     return np.full(buffer.count, bits, dtype=word).view(DTYPES[buffer.dtype].storage)

@@ -15,7 +15,7 @@ ENTRIES = 24  # inputs and references of a task's sizes, two seeds each
 # and at most half the machine's memory: a KernelBench input alone can be 6.4 GB, and a task's timed size
 # with its fresh-check seed holds four such arrays (24 GiB evicted them: every candidate drew them again)
 MAX_BYTES = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
-# kept values in page-locked memory, at most this much in all: locked memory is the host's no more
+# kept values in page-locked memory, at most this much in all: locked pages are lost to everything else
 PIN_MAX_BYTES = min(4 << 30, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 16)
 _kept: OrderedDict[tuple, Any] = OrderedDict()
 _pinned_pool_task: str | None = None  # the task (its reference) whose downloads the pinned pool holds

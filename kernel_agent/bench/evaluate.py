@@ -11,7 +11,7 @@ from pathlib import Path
 from sandbox import GpuWorker, Interrupted, KernelError, Outcome, Settings, Status
 
 from ..check import check
-from ..optimize.executors import ReplayExecutor
+from ..optimize.executors import SEARCH_PRECISION, ReplayExecutor
 from ..optimize.session import Hooks, OptimizeOptions, execute, new_run, resume_run
 from ..optimize.space import Space
 from ..recording import recording_path
@@ -102,7 +102,9 @@ def optimized(task: Task, task_file: Path, level: str, lane: Lane, folder: Path,
                                   device=lane.device or 0, llm=bench.llm)
         run = new_run(options, hooks.notice)
     worker = lane.gpu() if run.config.executor == "gpu" else None
-    result = execute(run, lane.settings, hooks, worker=worker, llm_url=llm_url)
+    # searched as `kagent optimize` searches: candidates timed to the noise, the winner on the whole budget
+    searching = lane.settings.model_copy(update={"precision": SEARCH_PRECISION})
+    result = execute(run, searching, hooks, worker=worker, llm_url=llm_url)
     best = result.best
     outcome = result.final if result.final is not None else result.baseline
     label = best.candidate.label() if best else "baseline"

@@ -152,6 +152,28 @@ def test_optimize_each_task_within_the_budget_and_resume(tmp_path):
     assert len(list((folder / "optimize" / "l2_normalize").iterdir())) == 1  # the same run, resumed
 
 
+def test_optimize_searches_with_timing_sized_to_the_noise_and_check_spends_the_budget(tmp_path, monkeypatch):
+    """bench --optimize times its searched candidates as `kagent optimize` does; the check mode's figures
+    (and an optimize run's final ones, in GpuExecutor.full) spend the whole budget."""
+    from kernel_agent.bench import evaluate
+    from kernel_agent.optimize.executors import SEARCH_PRECISION
+
+    seen = []
+    real = evaluate.execute
+
+    def recorded(run, settings, *args, **kwargs):
+        seen.append(settings)
+        return real(run, settings, *args, **kwargs)
+
+    monkeypatch.setattr(evaluate, "execute", recorded)
+    result = kagent("bench", LEVEL2 / "bias_gelu.yaml", "--optimize", "--budget", 4, "--budget-ms", 50,
+                    "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    assert [(s.budget_ms, s.precision) for s in seen] == [(50, SEARCH_PRECISION)]
+    lane = lanes.Bench(BenchConfig.load(bench_dir(tmp_path)), bench_dir(tmp_path)).lanes[0]
+    assert (lane.settings.budget_ms, lane.settings.precision) == (50, 0)  # what the check mode measures with
+
+
 class FakeWorker:
     def __init__(self, device):
         self.device, self.info = device, {"name": "Fake GPU", "arch": "sm_90", "driver": "0.0"}

@@ -23,6 +23,19 @@ from ..task import Task, TaskError, load_task
 from .rewards import NO_KERNEL, group_rewards
 
 
+def locate_task(task_file: str, roots: Sequence[Path]) -> Path:
+    """The task file itself, else the first file of its name under `roots` (a run recorded on another
+    machine names a path that is not here); TaskError when there is none."""
+    path = Path(task_file)
+    if path.is_file():
+        return path
+    found = [p for root in roots for p in sorted(root.rglob(path.name))]
+    if not found:
+        raise TaskError(f"{task_file}: no such task file, and none named {path.name} under "
+                        f"{', '.join(map(str, roots))}")
+    return found[0]
+
+
 class Judge:
     """Checks answers to exported prompts. `task_roots`: folders searched for a task file by its name
     when the path a run recorded does not exist here (runs recorded on another machine)."""
@@ -36,14 +49,7 @@ class Judge:
     def task(self, task_file: str) -> Task:
         """The task a prompt was written for; TaskError when it cannot be found here."""
         if task_file not in self._tasks:
-            path = Path(task_file)
-            if not path.is_file():
-                found = [p for root in self.task_roots for p in sorted(root.rglob(path.name))]
-                if not found:
-                    raise TaskError(f"{task_file}: no such task file, and none named {path.name} under "
-                                    f"{', '.join(map(str, self.task_roots))}")
-                path = found[0]
-            self._tasks[task_file] = load_task(path)
+            self._tasks[task_file] = load_task(locate_task(task_file, self.task_roots))
         return self._tasks[task_file]
 
     def read(self, task: Task, role: str, parent: str, base_fills: dict[str, str], text: str) -> ParsedAnswer:

@@ -15,10 +15,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
-import openai
-from openai.types.chat import ChatCompletionMessageParam
 from tenacity import RetryCallState, Retrying, retry_if_exception
 
 from sandbox import redact
@@ -26,19 +24,23 @@ from sandbox import redact
 from ..seams import Completion
 from .deadline import Cancelled, call_before
 from .failures import (
-    MALFORMED,
     AnswerCutOff,
     BackoffWait,
     LLMBudgetExhausted,
     LLMUnavailable,
     OutOfTime,
     describe,
+    is_malformed,
     is_retryable,
+    sdk,
     server_message,
 )
 from .grammar import request_fields
 from .reply import MalformedResponse, Reply, parse_reply, read_capped
 from .settings import DEFAULT_BASE_URL, NO_KEY, LLMConfig
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +65,7 @@ class LLMClient:
         self.calls = 0
         self.wait = BackoffWait()
         self._sleep = sleep
-        self._client = openai.OpenAI(base_url=config.request_url, api_key=config.request_key,
+        self._client = sdk().OpenAI(base_url=config.request_url, api_key=config.request_key,
                                      timeout=config.timeout_s, max_retries=0)
 
     def call_limit_s(self, deadline: float | None = None) -> float:
@@ -138,7 +140,7 @@ class LLMClient:
         try:
             return call_before(lambda _: self._probe(timeout_s), time.monotonic() + timeout_s)
         except Exception as exc:
-            hint = HINT if isinstance(exc, openai.APIConnectionError) else "check the URL, the key and the server"
+            hint = HINT if isinstance(exc, sdk().APIConnectionError) else "check the URL, the key and the server"
             return False, redact(f"cannot list the models at {self.base_url}: {describe(exc, timeout_s)}; {hint}")
 
     def _probe(self, timeout_s: float) -> tuple[bool, str]:
@@ -207,7 +209,7 @@ class LLMClient:
 
     def _failure_text(self, exc: Exception, attempts: int, began: float, deadline: float | None) -> str:
         model, url = self.config.model, self.base_url
-        if isinstance(exc, openai.APIStatusError) and not is_retryable(exc):
+        if isinstance(exc, sdk().APIStatusError) and not is_retryable(exc):
             code, said = exc.status_code, server_message(exc)
             if code in (401, 403):
                 key = "no API key is set" if self.config.request_key == NO_KEY else "check the key"
@@ -216,7 +218,7 @@ class LLMClient:
                 return (f"the server at {url} has no model {model!r} or no such endpoint (HTTP 404: {said}); "
                         f"check the model name ({MODEL_HINT}) and that the URL ends in /v1")
             return f"the server at {url} rejected the request for model {model!r} (HTTP {code}: {said})"
-        hint = f"is {url} an OpenAI-compatible endpoint (usually ending in /v1)?" if isinstance(exc, MALFORMED) \
+        hint = f"is {url} an OpenAI-compatible endpoint (usually ending in /v1)?" if is_malformed(exc) \
             else HINT
         stopped = ""
         if is_retryable(exc) and attempts < self.config.max_attempts:  # time ran out before the attempts did

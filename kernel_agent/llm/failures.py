@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-
-import openai
+from typing import TYPE_CHECKING
 
 from .deadline import DeadlinePassed
 from .reply import MalformedResponse
+
+if TYPE_CHECKING:
+    import openai
 
 RETRY_AFTER_CAP_S = 60.0
 RETRY_STATUSES = (408, 429)  # besides every 5xx
@@ -37,17 +39,26 @@ class AnswerCutOff(Exception):
     """The connection broke while the answer's body was being read."""
 
 
-MALFORMED = (MalformedResponse, openai.APIResponseValidationError)
+def sdk():
+    """The openai package, imported when a model is first used: it is a second of every command's start
+    otherwise, `--no-llm` runs and `--help` included."""
+    import openai
+
+    return openai
 
 
-RETRYABLE = (openai.APIConnectionError, DeadlinePassed, AnswerCutOff, *MALFORMED)  # APITimeoutError included
+def is_malformed(exc: BaseException) -> bool:
+    """A response that is not what an OpenAI-compatible server sends."""
+    return isinstance(exc, (MalformedResponse, sdk().APIResponseValidationError))
 
 
 def is_retryable(exc: BaseException) -> bool:
-    """Worth another attempt: rate limits, 5xx, timeouts, lost connections, malformed bodies."""
+    """Worth another attempt: rate limits, 5xx, timeouts (APITimeoutError is an APIConnectionError),
+    lost connections, malformed bodies."""
+    openai = sdk()
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code in RETRY_STATUSES or exc.status_code >= 500
-    return isinstance(exc, RETRYABLE)
+    return isinstance(exc, (openai.APIConnectionError, DeadlinePassed, AnswerCutOff)) or is_malformed(exc)
 
 
 def retry_after_s(exc: BaseException | None) -> float | None:
@@ -94,6 +105,7 @@ def server_message(exc: openai.APIStatusError) -> str:
 
 def describe(exc: BaseException, timeout_s: float) -> str:
     """One line about a failed attempt."""
+    openai = sdk()
     if isinstance(exc, DeadlinePassed):
         return f"{exc} (timeout)"
     if isinstance(exc, openai.APITimeoutError):
@@ -103,6 +115,6 @@ def describe(exc: BaseException, timeout_s: float) -> str:
         return f"could not connect ({cause or exc})"
     if isinstance(exc, openai.APIStatusError):
         return f"HTTP {exc.status_code}: {server_message(exc)}"
-    if isinstance(exc, MALFORMED):
+    if is_malformed(exc):
         return f"malformed response ({str(exc)[:SERVER_WORDS]})"
     return f"{type(exc).__name__}: {str(exc)[:SERVER_WORDS]}"

@@ -66,8 +66,11 @@ def sweep(
     if cache.baseline_timing is not None:  # a resumed sweep: speedups against the baseline it measured
         evaluator.baseline_timing = Timing.model_validate(cache.baseline_timing)
     every = candidates(task, variant, max_combinations)
-    done = cache.done()  # a resumed sweep compiles only what it has not recorded yet
-    todo = [(label, kernel) for label, kernel in every if key_of(kernel.compile_job(evaluator.arch)) not in done]
+    done = cache.done()
+    # a resumed sweep compiles only what it has not recorded yet; a candidate's id costs an include screen
+    # (10 s over matmul_fp32_wide's 3,457), so a fresh sweep does not look them up
+    todo = [(label, kernel) for label, kernel in every
+            if key_of(kernel.compile_job(evaluator.arch)) not in done] if done else every
     evaluator.build([kernel for _, kernel in todo])  # every compile at once; the runs below read the cache
     saved = time.monotonic()
     try:

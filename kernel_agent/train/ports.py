@@ -20,6 +20,7 @@ from pathlib import Path
 from ..llm.context import parent_view
 from ..llm.porting import port_prompt_context
 from ..llm.prompts import render
+from ..optimize.planner import PORT_PROMPT
 from ..optimize.space import Space
 from ..skeletons import library
 from ..skeletons.fills import named_skeleton, parse_fills
@@ -27,8 +28,6 @@ from ..skeletons.winners import read_winner
 from ..task import TaskError, load_task
 from .judge import locate_task
 from .samples import Sample
-
-PORT_PROMPT = "port.j2"  # as the planner's port action asks (optimize/planner.py)
 
 
 def answer_text(asked: Sequence[str], fills: dict[str, str]) -> str:

@@ -13,8 +13,6 @@ from kernel_agent.optimize.store import Store
 from kernel_agent.optimize.strategies import make_strategy
 from sandbox import Status
 
-
-
 PNPOLY = Path(__file__).resolve().parents[1] / "data" / "kernel_tuner_caches" / "pnpoly_RTX_3090.json.gz"
 
 
@@ -135,7 +133,8 @@ def test_specialists_by_parameter_name():
     assert LABEL == "baseline"
 
 
-MAXPOOL_SWEEP = Path(__file__).resolve().parents[1] / "data" / "h200" / "wide_sweeps" / "maxpool2d_wide.json.gz"
+WIDE_SWEEPS = Path(__file__).resolve().parents[1] / "data" / "h200" / "wide_sweeps"
+MAXPOOL_SWEEP = WIDE_SWEEPS / "maxpool2d_wide.json.gz"
 
 
 def test_a_full_kagent_sweep_reads_as_a_cache_of_its_variant():
@@ -147,6 +146,20 @@ def test_a_full_kagent_sweep_reads_as_a_cache_of_its_variant():
     assert cache.knobs()["BLOCK"].values == ["256", "128", "512", "64", "1024", "32"]  # in the declared order
     assert cache.problem_size == [32, 64, 256, 256, 128, 128]  # the timed size's dims
     assert 0.17 < cache.best_ms < 0.18
+
+
+@pytest.mark.parametrize(("name", "variant", "size", "failures", "best_ms"), [
+    ("maxpool2d_wide", "tiled", 1728, 18, 0.1764),
+    ("transpose_wide", "tiled", 1728, 276, 0.2802),
+    ("attention_wide", "flash", 2400, 810, 0.1731),
+    ("layernorm_wide", "rowwise", 1152, 288, 0.1469),
+])
+def test_the_full_h200_sweeps_cover_their_spaces(name, variant, size, failures, best_ms):
+    """Each kept sweep is whole: every combination of its variant recorded once, failures included."""
+    cache = load_foreign(WIDE_SWEEPS / f"{name}.json.gz")
+    assert cache.kernel == f"{name}:{variant}" and cache.device == "NVIDIA H200"
+    assert cache.size == cache.product_size == size and cache.failures == failures
+    assert cache.best_ms == pytest.approx(best_ms, abs=5e-5)
 
 
 def kagent_sweep(tmp_path: Path, records: list[dict]) -> Path:

@@ -1,6 +1,7 @@
 """`kagent sweep`: every knob combination, recorded, resumable; the GPU path through a fake worker."""
 
 import json
+import threading
 
 import pytest
 from typer.testing import CliRunner
@@ -36,17 +37,40 @@ def test_compile_only_sweep_resumes_after_an_interruption(layernorm, tmp_path, m
     build = Evaluator.build
 
     def counted(self, kernels, *args):
-        compiled.append(len(kernels))
+        if threading.current_thread().name.startswith("sweep-compile"):
+            compiled.extend(kernels)
         return build(self, kernels, *args)
 
     monkeypatch.setattr(Evaluator, "build", counted)
     cache = sweep(layernorm, LAYERNORM, out, arch="sm_90")
-    assert compiled[0] == 37 - 5  # the sweep's compile of its space leaves out what was recorded
+    assert len(compiled) == 37 - 5  # the sweep's compiles leave out what was recorded
     ids = [r.outcome.candidate_id for r in cache.records]
     assert len(ids) == 37 and len(set(ids)) == 37
     record = json.loads(out.read_text())
     assert record["format"] == "kagent-sweep/1" and record["executor"] == "compile-only"
     assert record["compiler"]["nvrtc"] and record["arch"] == "sm_90"
+
+
+def test_the_next_chunk_compiles_while_this_one_runs(layernorm, tmp_path, monkeypatch):
+    monkeypatch.setattr("kernel_agent.sweep.chunk_size", lambda: 10)
+    chunks: list[int] = []
+    second_chunk_compiling = threading.Event()
+    build = Evaluator.build
+
+    def counted(self, kernels, *args):
+        if threading.current_thread().name.startswith("sweep-compile"):
+            chunks.append(len(kernels))
+            if len(chunks) == 2:
+                second_chunk_compiling.set()
+        return build(self, kernels, *args)
+
+    def first_runs(record, number, total):
+        if number == 1:  # measuring the first chunk: the second is compiling already
+            assert second_chunk_compiling.wait(timeout=60)
+
+    monkeypatch.setattr(Evaluator, "build", counted)
+    cache = sweep(layernorm, LAYERNORM, tmp_path / "s.json", arch="sm_90", on_result=first_runs)
+    assert chunks == [10, 10, 10, 7] and len(cache.records) == 37
 
 
 def test_gpu_sweep_records_speedups_against_the_baseline(layernorm, tmp_path):

@@ -7,12 +7,14 @@ meant to fail are classed as compile, launch or resource failures before any run
 from __future__ import annotations
 
 import importlib.util
+import math
 
 import pytest
 
 from kernel_agent.recording import RECORDINGS
+from kernel_agent.skeletons import port
 from kernel_agent.task import discover, load_task
-from sandbox import MAX_COMBINATIONS, Evaluator, Status, load_kernel
+from sandbox import MAX_COMBINATIONS, Evaluator, Status, load_kernel, parse_directives
 from tests.paths import ROOT
 
 HAS_NVRTC = importlib.util.find_spec("cuda") is not None and importlib.util.find_spec("cuda.bindings") is not None
@@ -23,7 +25,10 @@ ORIGINALS = {  # wide task -> the suite task it copies
     "transpose_wide": ROOT / "tasks" / "level1" / "transpose.yaml",
     "maxpool2d_wide": ROOT / "tasks" / "level1" / "maxpool2d.yaml",
     "attention_wide": ROOT / "tasks" / "level2" / "attention.yaml",
+    "layernorm_wide": ROOT / "tasks" / "level1" / "layernorm.yaml",
 }
+# wide tasks whose variant is a skeleton filled with its example fills, not the original's expert kernel
+SKELETON_FILLS = {"layernorm_wide": ROOT / "kernel_agent" / "skeletons" / "examples" / "layernorm.md"}
 FAILS = (Status.compile_error, Status.launch_error, Status.resource_error)
 
 # Per task: combinations that build (besides the defaults), and combinations that must fail with the
@@ -56,6 +61,10 @@ CASES = {
         [({"BLOCK_Q": "128", "ROWS": "1"}, Status.compile_error),                          # 2048 threads
          ({"BLOCK_Q": "256", "BLOCK_K": "128", "ROWS": "8"}, Status.resource_error)],      # 332 KiB smem
     ),
+    "layernorm_wide": (
+        [{"BLOCK": "32", "ROWS_PER_BLOCK": "1", "VEC": "1", "CACHE_COLS": "0", "UNROLL": "8"}],
+        [({"BLOCK": "64", "ROWS_PER_BLOCK": "4"}, Status.compile_error)],                  # 16 threads a row
+    ),
 }
 
 
@@ -73,12 +82,29 @@ def test_a_wide_space_is_large_and_keeps_the_originals_task(name):
     task, original = load_task(WIDE / f"{name}.yaml"), load_task(ORIGINALS[name])
     label, kernel = _variant(task)
     assert 1_000 <= kernel.combinations <= MAX_COMBINATIONS
-    assert task.family == original.family and label in original.kernel_paths()
+    assert task.family == original.family
+    assert label in original.kernel_paths() or name in SKELETON_FILLS
     assert task.dims == original.dims and task.check_sizes == original.check_sizes
     assert task.outputs == original.outputs and task.params == original.params
     assert not (RECORDINGS / f"{name}.json").exists()  # never answered from the original's recording
     baseline, original_baseline = task.kernel_paths()["baseline"], original.kernel_paths()["baseline"]
     assert baseline.read_text() == original_baseline.read_text()
+
+
+@pytest.mark.parametrize("name", sorted(SKELETON_FILLS))
+def test_a_skeleton_space_is_the_skeleton_as_kagent_port_fills_it(name):
+    """Only the header (knob lines, comments) differs from what `kagent port` writes with the example fills."""
+    task = load_task(WIDE / f"{name}.yaml")
+    label, kernel = _variant(task)
+    instance = port(load_task(ORIGINALS[name]), SKELETON_FILLS[name].read_text())
+    assert label == instance.skeleton
+
+    def code(text: str) -> list[str]:
+        return [line for line in text.splitlines() if not line.lstrip().startswith("//")]
+
+    assert code(kernel.path.read_text()) == code(instance.source)
+    port_knobs = parse_directives(instance.source).knobs
+    assert kernel.combinations > math.prod(len(k.values) for k in port_knobs.values())
 
 
 @pytest.mark.skipif(not HAS_NVRTC, reason="needs NVRTC (cuda-bindings)")

@@ -32,9 +32,9 @@ RETRIES = 2  # a task lost to the cluster is tried this many more times before i
 CONNECT_S = 10.0  # how long a cluster's address may take to answer
 WAIT_S = 0.5  # the driver wakes at least this often (Ctrl-C, a cluster that grew)
 POLICIES = "optimize/policies"
-# Not shipped to the nodes: runs, caches, the knowledge base, the tests and their recorded data.
-EXCLUDES = [".git", "results", ".kb", "tests", ".venv", "venv", "build", "**/__pycache__", "*.egg-info",
-            ".pytest_cache", ".mypy_cache", ".ruff_cache"]
+# Not shipped to the nodes: runs, the tests and their recorded data, and every hidden entry at the top
+# (`/.*`: .git, .venv, tool caches, scratch or wheel folders a user keeps in the checkout).
+EXCLUDES = ["/.*", "results", "tests", "venv", "build", "**/__pycache__", "*.egg-info"]
 
 
 def import_ray() -> ModuleType:

@@ -207,3 +207,24 @@ def test_without_ray_or_with_gpus_the_message_says_what_to_do(tmp_path, monkeypa
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
     result = kagent("bench", task, "--ray", "auto", "--out", tmp_path)
     assert result.exit_code == 3 and "pip install 'kagent[ray]'" in " ".join(result.output.split())
+
+
+def test_the_nodes_get_the_code_and_tasks_not_hidden_folders_runs_or_tests():
+    from ray._private.runtime_env.packaging import _get_excludes  # the matcher Ray applies to working_dir
+
+    excluded = _get_excludes(ROOT, runtime_env()["excludes"])
+    for kept in ("kernel_agent/sweep.py", "sandbox/gpu.py", "prompts/planner.j2", "tasks/level1/add.yaml",
+                 "kernel_agent/optimize/policies", "pyproject.toml", "tasks/wide/layernorm_wide/rowwise.cu"):
+        assert not excluded(ROOT / kept), kept
+    for left in (".git", ".venv", ".whl", ".my-scratch", "results", "tests", "kernel_agent/__pycache__"):
+        assert excluded(ROOT / left), left
+
+
+def test_the_h200_runs_kept_agree_task_by_task():
+    """The evidence of tests/data/h200/bench_ray_level1: the lanes and --ray on one H200, same verdicts."""
+    kept = ROOT / "tests" / "data" / "h200" / "bench_ray_level1"
+    lanes, on_ray = (json.loads((kept / f"{name}_results.json").read_text()) for name in ("lanes", "ray"))
+    assert on_ray["environment"]["cluster"].startswith("Ray 2.") and "cluster" not in lanes["environment"]
+    verdicts = [{t["task"]: (t["status"], t["kernel"]) for t in run["tasks"]} for run in (lanes, on_ray)]
+    assert verdicts[0] == verdicts[1] and len(verdicts[0]) == 15
+    assert lanes["environment"]["name"] == on_ray["environment"]["name"] == "NVIDIA H200"

@@ -19,7 +19,6 @@ from ..repair.bench import BenchOptions, EntryResult, run_entry, summary, write_
 from ..repair.checks import Checker
 from ..repair.corpus import CorpusError, corpus_files, read_entry
 from ..repair.fixer import HOW_TO_CONFIGURE, Fixer
-from ..repair.repl import Repl
 from ..repair.session import RepairSession, SessionError, default_folder
 from .app import app, arch_option, fail, knob_pairs
 from .gpu_checks import EXECUTOR, gpu_session, shared_gpu
@@ -108,6 +107,8 @@ def repair(
     fixer = Fixer(session, client, small, arch or "sm_90", why_none)
     with gpu_session(gpu, f"the session is kept; continue with kagent repair --resume {session.folder}"):
         if auto is None:
+            from ..repair.repl import Repl  # prompt_toolkit: 0.2 s of imports only the interactive session needs
+
             code = Repl(session, checker, fixer, console).run()
         else:
             result = auto_repair(session, checker, fixer, auto, evidence,

@@ -79,16 +79,15 @@ def sweep(
     saved = time.monotonic()
     size = chunk_size()
     try:
-        for start in range(0, len(todo), size):
-            chunk = todo[start:start + size]
-            evaluator.build([kernel for _, kernel in chunk])  # every core; the runs below read the cache
-            for offset, (label, kernel) in enumerate(chunk):
-                cache.records.append(_measure(evaluator, task, cache, label, kernel, worker))
-                if time.monotonic() - saved > SAVE_EVERY_S:
-                    save(cache, out)
-                    saved = time.monotonic()
-                if on_result:
-                    on_result(cache.records[-1], len(every) - len(todo) + start + offset + 1, len(every))
+        for index, (label, kernel) in enumerate(todo):
+            if index % size == 0:  # the next chunk, on every core; its runs below read the compile cache
+                evaluator.build([k for _, k in todo[index:index + size]])
+            cache.records.append(_measure(evaluator, task, cache, label, kernel, worker))
+            if time.monotonic() - saved > SAVE_EVERY_S:
+                save(cache, out)
+                saved = time.monotonic()
+            if on_result:
+                on_result(cache.records[-1], len(every) - len(todo) + index + 1, len(every))
     finally:
         save(cache, out)  # also when interrupted: everything measured is kept
     return cache

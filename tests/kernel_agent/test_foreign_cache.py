@@ -138,14 +138,10 @@ MAXPOOL_SWEEP = WIDE_SWEEPS / "maxpool2d_wide.json.gz"
 
 
 def test_a_full_kagent_sweep_reads_as_a_cache_of_its_variant():
-    cache = load_foreign(MAXPOOL_SWEEP)
-    assert (cache.kernel, cache.device) == ("maxpool2d_wide:tiled", "NVIDIA H200")
-    assert cache.size == cache.product_size == 1728  # every combination of the space, the baseline left out
-    assert cache.failures == 18
+    cache = load_foreign(MAXPOOL_SWEEP)  # its kernel, size, failures and best: the test below
     assert cache.default() == ("256", "4", "1", "4", "1", "1")  # the variant's declared defaults
     assert cache.knobs()["BLOCK"].values == ["256", "128", "512", "64", "1024", "32"]  # in the declared order
     assert cache.problem_size == [32, 64, 256, 256, 128, 128]  # the timed size's dims
-    assert 0.17 < cache.best_ms < 0.18
 
 
 @pytest.mark.parametrize(("name", "variant", "size", "failures", "best_ms"), [
@@ -155,7 +151,8 @@ def test_a_full_kagent_sweep_reads_as_a_cache_of_its_variant():
     ("layernorm_wide", "rowwise", 1152, 288, 0.1469),
 ])
 def test_the_full_h200_sweeps_cover_their_spaces(name, variant, size, failures, best_ms):
-    """Each kept sweep is whole: every combination of its variant recorded once, failures included."""
+    """Each kept sweep is whole: every combination of its variant (the baseline left out) recorded once,
+    failures included."""
     cache = load_foreign(WIDE_SWEEPS / f"{name}.json.gz")
     assert cache.kernel == f"{name}:{variant}" and cache.device == "NVIDIA H200"
     assert cache.size == cache.product_size == size and cache.failures == failures

@@ -16,7 +16,7 @@ for name in sys.argv[1:]:
     for r in sweep["records"]:
         if r["kernel"] == "baseline" or r["outcome"]["status"] != "ok":
             continue
-        (k,) = [x for x in r["outcome"]["resources"]][:1] or [None]
+        k = r["outcome"]["resources"][0]  # the variant's one kernel
         key = tuple(sorted(r["knobs"].items()))
         res[key] = (r["outcome"]["timing"]["median_ms"], k)
     rows = []

@@ -142,7 +142,9 @@ class Evaluation:
         self.check_integrity(index, buffers, inputs)
         return {n: b.download() for n, b in buffers.items() if b.spec.role == "output" and download}
 
-    def launch_all(self, program, functions, index, buffers) -> None:
+    def launch_all(self, program, functions, index, buffers, wait: bool = True) -> None:
+        """Launch the program's kernels at a size and, with `wait`, wait for them (a timed launch waits on
+        its end event instead, once its timing gate is open)."""
         self.beat(f"the launch at {self.req.sizes[index].label}", self.s.launch_timeout_s)  # a hang names its size
         with cuda_errors():
             for launch, function in zip(program.launches[index], functions):
@@ -151,7 +153,8 @@ class Evaluation:
                     for a in launch.args
                 )
                 function(launch.grid, launch.block, args, shared_mem=launch.smem)
-            cp.cuda.Device().synchronize()
+            if wait:
+                cp.cuda.Device().synchronize()
 
     def check_integrity(self, index, buffers, inputs) -> None:
         label = self.req.sizes[index].label
@@ -219,7 +222,7 @@ class Evaluation:
     # -- timing ------------------------------------------------------------------------------
 
     def time_programs(self, states: list[SizeState]) -> list:
-        timer, index = EventTimer(), self.req.timed_index
+        timer, index = EventTimer(self.s.timing_gate), self.req.timed_index
         programs = self.req.programs
         functions = [self.load(p) for p in programs]
         outputs = [[b for b in s.buffers.values() if b.spec.role != "input"] for s in states]
@@ -228,16 +231,18 @@ class Evaluation:
             return lambda: [b.reset() for b in outputs[k]]
 
         def launch(k):
-            return lambda: self.launch_all(programs[k], functions[k], index, states[k].buffers)
+            return lambda: self.launch_all(programs[k], functions[k], index, states[k].buffers, wait=False)
 
-        estimates = [timer.estimate(prepare(k), launch(k), self.s.warmup_ms) for k in range(len(programs))]
+        with cuda_errors():  # the timer waits for the launches: errors they raise on the device come up there
+            estimates = [timer.estimate(prepare(k), launch(k), self.s.warmup_ms) for k in range(len(programs))]
         jitter = int(np.random.default_rng([self.s.seed, 7]).integers(0, 8))
         rounds = repetitions(estimates, self.s.budget_ms, self.s.min_reps, self.s.max_reps, jitter)
         samples: list[list[float]] = [[] for _ in programs]
         r = 0
         while r < rounds:
             for k in np.roll(np.arange(len(programs)), r):
-                samples[k].append(timer.time(prepare(k), launch(k)))
+                with cuda_errors():
+                    samples[k].append(timer.time(prepare(k), launch(k)))
                 self.verify_timed_launch(programs[k].label, states[k], r, rounds)
             r += 1
             # Sized to the noise: once every median is pinned down, the jitter's rounds and no more

@@ -46,7 +46,7 @@ def _time(torch, function, case: SizeCase, inputs: dict[str, cp.ndarray], refere
     got = (result[0] if isinstance(result, (tuple, list)) else result).float().cpu().numpy().reshape(-1)
     if compare(first_output, to_storage(got, lookup(first_output.dtype)), reference[first_output.name]):
         flags.append("library baseline disagrees with the reference")
-    timer = EventTimer()
+    timer = EventTimer(settings.timing_gate)
     estimate = timer.estimate(lambda: None, call, settings.warmup_ms)
     reps = repetitions([estimate], settings.budget_ms, settings.min_reps, settings.max_reps, 0)
     return summarise([timer.time(lambda: None, call) for _ in range(reps)]), flags

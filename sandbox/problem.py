@@ -122,6 +122,9 @@ class Settings(BaseModel):
     launch_timeout_s: float = Field(10.0, description="watchdog for one launch and its sync")
     reference_timeout_s: float = Field(300.0, description="watchdog for one NumPy reference call")
     time_it: bool = True
+    timing_gate: bool = Field(True, description=(
+        "hold each timed region until the host has queued all of it (sandbox/timing.py); off only to measure "
+        "what the gate changes"))
 
 
 class Request(BaseModel):

@@ -1,21 +1,24 @@
 """`kagent sweep`: every knob combination of a task's kernels, measured (or compiled) and recorded
-(format in `recording.py`). The space is compiled a chunk at a time, each chunk just before its runs, so
-the first results come after one chunk's compile, not the whole space's, and a sweep stopped after any
-chunk keeps what it measured. The recording is rewritten every couple of seconds and when the sweep
-stops, interrupted or not, so an interrupted sweep resumes where it stopped and compiles only what is
-left. Nothing compiles while a candidate is timed: compiling the next chunk on most cores beside the
-runs made attention_wide's timings 16% slower (median; 45% at the 90th percentile) on the H200."""
+(format in `recording.py`). The space is compiled a chunk at a time, the next chunk on every core while
+this one runs, so the first results come after one chunk's compile, not the whole space's, and the
+compiles of the rest hide behind the runs. The recording is rewritten every couple of seconds and when
+the sweep stops, interrupted or not, so an interrupted sweep resumes where it stopped and compiles only
+what is left. Compiling beside the runs once made attention_wide's timings 16% slower (median) on the
+H200; the sandbox's timing gate (`sandbox/timing.py`) has kept host load out of timed regions since
+(1.002x with every core busy, `tests/data/h200/timing_gate/`)."""
 
 from __future__ import annotations
 
 import os
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
 from sandbox import (
     MAX_COMBINATIONS,
+    Built,
     Evaluator,
     GpuWorker,
     Kernel,
@@ -31,7 +34,8 @@ from .recording import SweepCache, SweepRecord, load, save, source_hash
 from .task import Task
 
 SAVE_EVERY_S = 2.0  # the whole file is rewritten, so not after every record; a killed sweep loses this much
-CHUNK_PER_CORE = 4  # candidates compiled at a time per core: ~10 s of matmul compiles on 16 cores
+CHUNK_PER_CORE = 4  # candidates compiled at a time per core: ~10 s of matmul compiles on 16 cores, while the
+# chunk before runs (an interrupted sweep lets the chunk in flight finish compiling in the background)
 
 
 def candidates(task: Task, variant: str | None = None,
@@ -78,10 +82,14 @@ def sweep(
             if key_of(kernel.compile_job(evaluator.arch)) not in done] if done else every
     saved = time.monotonic()
     size = chunk_size()
+    ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sweep-compile")
+    pending: Future[list[Built]] | None = None
     try:
         for index, (label, kernel) in enumerate(todo):
-            if index % size == 0:  # the next chunk, on every core; its runs below read the compile cache
-                evaluator.build([k for _, k in todo[index:index + size]])
+            if index % size == 0:  # this chunk compiled (its runs below read the compile cache), the next started
+                (pending or _build(ahead, evaluator, todo[index:index + size])).result()
+                following = todo[index + size:index + 2 * size]
+                pending = _build(ahead, evaluator, following) if following else None
             cache.records.append(_measure(evaluator, task, cache, label, kernel, worker))
             if time.monotonic() - saved > SAVE_EVERY_S:
                 save(cache, out)
@@ -89,8 +97,14 @@ def sweep(
             if on_result:
                 on_result(cache.records[-1], len(every) - len(todo) + index + 1, len(every))
     finally:
+        ahead.shutdown(wait=False, cancel_futures=True)
         save(cache, out)  # also when interrupted: everything measured is kept
     return cache
+
+
+def _build(ahead: ThreadPoolExecutor, evaluator: Evaluator, chunk: list[tuple[str, Kernel]]) -> Future[list[Built]]:
+    """A compile that raises (not a compile error: that is an outcome) stops the sweep at its `result()`."""
+    return ahead.submit(evaluator.build, [kernel for _, kernel in chunk])
 
 
 def chunk_size() -> int:

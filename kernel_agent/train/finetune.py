@@ -6,6 +6,7 @@ run starts, so the rest of kagent works without them.
 Output folder:
     checkpoints/checkpoint-N/   the trainer's checkpoints (a run started again resumes from the last)
     adapter/                    the LoRA adapter (PEFT format) and the tokenizer
+    adapter.gguf                the adapter as llama.cpp serves it over the GGUF base (gguf_adapter.py)
     merged/                     with --merge: the base model with the adapter folded in (a plain model folder)
     finetune.json               what was trained on what, for how long, and the last losses
 """
@@ -14,11 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .gguf_adapter import AdapterError, architecture_of, write_gguf_adapter
 from .judge import KernelReward
 
 METHODS = ("sft", "dpo", "grpo")
@@ -26,6 +29,9 @@ DATASET = {"sft": "sft", "dpo": "preference", "grpo": "prompts"}
 # the columns each trainer reads; the others are dropped (GRPO hands its extra columns to the reward)
 COLUMNS = {"sft": ("prompt", "completion"), "dpo": ("prompt", "chosen", "rejected"),
            "grpo": ("prompt", "task_file", "role", "parent", "base_fills")}
+
+
+_BLOCK = re.compile(r"\.layers\.(\d+)\.")
 
 
 class FinetuneError(RuntimeError):
@@ -45,12 +51,14 @@ class FinetuneConfig:
     grad_accumulation: int = 4
     lora_rank: int = 16
     lora_alpha: int = 32
+    lora_layers: int = 0  # adapt only the last N transformer blocks (0: all): backward stops there, for CPUs
     max_length: int = 4096  # prompt + answer tokens (our prompts run to 3,500 tokens)
     max_completion_tokens: int = 1024  # GRPO: the answer's length when generating
     generations: int = 4  # GRPO: answers per prompt (the group rewards are ranked within)
     save_steps: int = 50
     seed: int = 0
     merge: bool = False
+    gguf_adapter: bool | None = None  # write OUT/adapter.gguf; None: when the base model is a .gguf file
     cpu: bool = False
     extra: dict[str, Any] = field(default_factory=dict)  # more trainer arguments (tests: tiny sizes)
 
@@ -119,14 +127,14 @@ def finetune(config: FinetuneConfig, reward: KernelReward | None = None) -> dict
     dataset = load_rows(config)
     model, tokenizer = load_model(config.model)
     lora = peft.LoraConfig(r=config.lora_rank, lora_alpha=config.lora_alpha, lora_dropout=0.05,
-                           target_modules="all-linear", task_type="CAUSAL_LM")
+                           target_modules=_targets(model, config.lora_layers), task_type="CAUSAL_LM")
     checkpoints = config.out / "checkpoints"
     common: dict[str, Any] = {
         "output_dir": str(checkpoints), "max_steps": config.max_steps, "num_train_epochs": config.epochs,
         "learning_rate": config.learning_rate, "per_device_train_batch_size": config.batch_size,
         "gradient_accumulation_steps": config.grad_accumulation, "save_steps": config.save_steps,
         "save_total_limit": 2, "logging_steps": 1, "seed": config.seed, "report_to": "none",
-        "use_cpu": config.cpu, "disable_tqdm": False, **config.extra}
+        "use_cpu": config.cpu, "disable_tqdm": False, **_precision(config), **config.extra}
     trainer: Any
     if config.method == "sft":
         args = trl.SFTConfig(max_length=config.max_length, completion_only_loss=True, **common)
@@ -152,6 +160,12 @@ def finetune(config: FinetuneConfig, reward: KernelReward | None = None) -> dict
     adapter = config.out / "adapter"
     trainer.save_model(str(adapter))
     tokenizer.save_pretrained(str(adapter))
+    served, unserved = None, None  # the training is kept even when the conversion fails: the report says why
+    if config.gguf_adapter or (config.gguf_adapter is None and config.model.endswith(".gguf")):
+        try:
+            served = write_gguf_adapter(adapter, config.out / "adapter.gguf", architecture_of(Path(config.model)))
+        except AdapterError as exc:
+            unserved = f"no GGUF adapter written: {exc}"
     merged = None
     if config.merge:
         merged = config.out / "merged"
@@ -161,10 +175,39 @@ def finetune(config: FinetuneConfig, reward: KernelReward | None = None) -> dict
     report = {"config": {**asdict(config), "data": str(config.data), "out": str(config.out)},
               "rows": len(dataset), "steps": trainer.state.global_step, "resumed_from": last,
               "seconds": round(seconds, 1), "train_loss": result.training_loss, "losses": losses[-20:],
-              "adapter": str(adapter), "merged": str(merged) if merged else None,
+              "adapter": str(adapter), "gguf_adapter": str(served.path) if served else None,
+              **({"gguf_adapter_problem": unserved} if unserved else {}),
+              "merged": str(merged) if merged else None,
               **({"reward_problems": reward.problems[:20], "verdicts": _tally(reward)} if reward else {})}
     (config.out / "finetune.json").write_text(json.dumps(report, indent=2, default=str))
     return report
+
+
+def _precision(config: FinetuneConfig) -> dict[str, bool]:
+    """TRL trains in bf16 by default. On a CPU that is emulated unless the CPU has bf16 instructions, and it
+    made a LoRA step of the 1.5B model take over 10 minutes on 2 AVX2 cores: train on the CPU in float32,
+    with the whole graph kept (no recomputation; a CPU machine has the memory a GPU lacks)."""
+    import torch
+
+    if config.cpu or not torch.cuda.is_available():
+        return {"bf16": False, "fp16": False, "gradient_checkpointing": False}
+    return {}
+
+
+def _targets(model: Any, last_blocks: int) -> str | list[str]:
+    """LoRA's target modules: every linear layer but the output head, or only those of the last
+    `last_blocks` transformer blocks (the modules under `layers.N.`, by their full names)."""
+    if last_blocks <= 0:
+        return "all-linear"
+    import torch
+
+    blocks = int(getattr(model.config, "num_hidden_layers", 0))
+    first = blocks - last_blocks
+    names = [name for name, module in model.named_modules() if isinstance(module, torch.nn.Linear)
+             and (found := _BLOCK.search(name)) and int(found.group(1)) >= first]
+    if not names:
+        raise FinetuneError("--lora-layers: no linear layer under `layers.N.` in this model; leave it at 0")
+    return names
 
 
 def _tally(reward: KernelReward) -> dict[str, int]:

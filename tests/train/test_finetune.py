@@ -75,10 +75,13 @@ def test_export_sft_dpo_grpo_on_a_tiny_model(tmp_path, monkeypatch):
     tiny = {"batch_size": 1, "grad_accumulation": 1, "max_length": 2048, "save_steps": 100, "cpu": True}
     # SFT until the model has learnt the correct answer by heart: the GRPO below then writes real kernels
     sft = finetune(FinetuneConfig(method="sft", model=str(model), data=data, out=tmp_path / "sft", max_steps=30,
-                                  learning_rate=1e-2, lora_rank=32, lora_alpha=64, merge=True, **tiny))
+                                  learning_rate=1e-2, lora_rank=32, lora_alpha=64, merge=True, gguf_adapter=True,
+                                  **tiny))
     assert sft["rows"] == 1 and sft["steps"] == 30 and sft["losses"][-1] < sft["losses"][0] / 4
     assert (tmp_path / "sft" / "adapter" / "adapter_config.json").is_file()
     assert (tmp_path / "sft" / "merged" / "config.json").is_file()
+    assert sft["gguf_adapter"] == str(tmp_path / "sft" / "adapter.gguf")  # asked for: the base is a model folder
+    assert (tmp_path / "sft" / "adapter.gguf").stat().st_size > 0
 
     dpo = FinetuneConfig(method="dpo", model=str(model), data=data, out=tmp_path / "dpo", max_steps=2,
                          **{**tiny, "save_steps": 1})
@@ -120,5 +123,30 @@ def test_the_command_trains_and_tells_how_to_serve(tmp_path, monkeypatch):
     assert "convert_hf_to_gguf.py" in result.output
     report = json.loads((tmp_path / "out" / "finetune.json").read_text())
     assert report["verdicts"] == {"no_kernel": 2} and Path(report["adapter"]).is_dir()
+    assert report["gguf_adapter"] is None  # not asked for, and the base is not a .gguf file
     bad = CliRunner().invoke(app, ["finetune", "rl", "--model", str(model), "--data", str(tmp_path / "data")])
     assert bad.exit_code == 2 and "unknown method 'rl'" in bad.output
+
+
+def test_lora_on_the_last_blocks_only_adapts_them_and_serves_them(tmp_path, monkeypatch):
+    import gguf
+
+    monkeypatch.chdir(ROOT)
+    trajectory(tmp_path / "runs" / "add" / "run1")
+    export(read_samples([tmp_path / "runs"])[0], tmp_path / "data", test_tasks=set())
+    model = build(tmp_path / "tiny", [FIX, WRONG, BROKEN, json.dumps(PROMPT)] * 4)  # two blocks
+    report = finetune(FinetuneConfig(method="sft", model=str(model), data=tmp_path / "data", out=tmp_path / "sft",
+                                     max_steps=1, grad_accumulation=1, lora_layers=1, gguf_adapter=True, cpu=True))
+    names = {t.name for t in gguf.GGUFReader(report["gguf_adapter"]).tensors}
+    assert len(names) == 14 and all(name.startswith("blk.1.") for name in names)  # 7 linear layers, a and b
+
+
+def test_asking_for_the_last_blocks_of_a_model_without_blocks_is_refused():
+    from types import SimpleNamespace
+
+    from kernel_agent.train.finetune import _targets
+
+    flat = SimpleNamespace(config=SimpleNamespace(num_hidden_layers=2), named_modules=lambda: iter([]))
+    with pytest.raises(FinetuneError, match="no linear layer"):
+        _targets(flat, 1)
+    assert _targets(flat, 0) == "all-linear"

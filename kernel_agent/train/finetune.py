@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .gguf_adapter import AdapterError, architecture_of, write_gguf_adapter
+from .gguf_adapter import BLOCK_INDEX, AdapterError, architecture_of, write_gguf_adapter
 from .judge import KernelReward
 
 METHODS = ("sft", "dpo", "grpo")
@@ -29,9 +28,6 @@ DATASET = {"sft": "sft", "dpo": "preference", "grpo": "prompts"}
 # the columns each trainer reads; the others are dropped (GRPO hands its extra columns to the reward)
 COLUMNS = {"sft": ("prompt", "completion"), "dpo": ("prompt", "chosen", "rejected"),
            "grpo": ("prompt", "task_file", "role", "parent", "base_fills")}
-
-
-_BLOCK = re.compile(r"\.layers\.(\d+)\.")
 
 
 class FinetuneError(RuntimeError):
@@ -204,7 +200,7 @@ def _targets(model: Any, last_blocks: int) -> str | list[str]:
     blocks = int(getattr(model.config, "num_hidden_layers", 0))
     first = blocks - last_blocks
     names = [name for name, module in model.named_modules() if isinstance(module, torch.nn.Linear)
-             and (found := _BLOCK.search(name)) and int(found.group(1)) >= first]
+             and (found := BLOCK_INDEX.search(name)) and int(found.group(1)) >= first]
     if not names:
         raise FinetuneError("--lora-layers: no linear layer under `layers.N.` in this model; leave it at 0")
     return names

@@ -19,7 +19,7 @@ from typing import Any
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
 ADAPTER_CONFIG = "adapter_config.json"
 _PEFT_KEY = re.compile(r"^(?:base_model\.model\.)?(?P<module>.+)\.lora_(?P<half>[AB])(?:\.default)?\.weight$")
-_LAYER = re.compile(r"\.layers\.(\d+)\.")
+BLOCK_INDEX = re.compile(r"\.layers\.(\d+)\.")  # a transformer block's index in a module name
 
 
 class AdapterError(RuntimeError):
@@ -73,7 +73,7 @@ def write_gguf_adapter(adapter: Path, out: Path, architecture: str) -> GgufAdapt
         raise AdapterError(f"unknown llama.cpp architecture {architecture!r}")
     weights = load_file(str(weights_path))
     halves = _paired(weights, adapter)
-    blocks = 1 + max((int(m.group(1)) for m in map(_LAYER.search, halves) if m), default=0)
+    blocks = 1 + max((int(m.group(1)) for m in map(BLOCK_INDEX.search, halves) if m), default=0)
     names = gguf.get_tensor_name_map(arch, blocks)
     rank, alpha = int(config["r"]), float(config["lora_alpha"])
     writer = gguf.GGUFWriter(str(out), architecture)

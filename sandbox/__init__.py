@@ -19,6 +19,7 @@ from .compiler import (
 from .directives import SPECIALISTS, DirectiveError, Directives, Knob
 from .directives import parse as parse_directives
 from .dtypes import DTYPES
+from .emulate import unavailable as emulator_unavailable
 from .evaluator import NOT_RUN, SUSPECT_FRACTION, BaselineFailed, Built, Evaluator
 from .expr import ExprError, evaluate, evaluate_int
 from .expr import names as expr_names
@@ -98,6 +99,7 @@ __all__ = [
     "compile_many",
     "compile_source",
     "detect_arch",
+    "emulator_unavailable",
     "evaluate",
     "evaluate_int",
     "expr_names",

@@ -1,15 +1,19 @@
 """The one way to judge kernels: compile them (on every core), plan their launches at every size, check
 what the GPU allows, then check and time each in the GPU worker. Speedups, the roofline placement and
-the suspect flag are set here, once; without a worker, a kernel that builds is `not_run`."""
+the suspect flag are set here, once; without a worker, a kernel that builds is `not_run`, or with
+`emulate` checked on the CPU emulator first (`emulate.py`: its failures found, nothing timed)."""
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from .calibration import ceilings, roofline
 from .classify import outcome_from_reply
 from .client import GpuWorker
 from .compiler import compile_many
+from .emulate import emulate as emulate_on_cpu
 from .kernel import Kernel
 from .launch import LaunchPlanError, over_limits, plan_program
 from .outcome import SUSPECT, Outcome, Status, Timing
@@ -36,11 +40,13 @@ class Built:
 class Evaluator:
     """Judges kernels for one problem, in `worker` (None: compile-side checks only). Kernels measured
     alone get their speedup against `baseline_timing` (set by `measure_baseline`); kernels measured
-    `beside` another get it from that kernel's timing in the same run."""
+    `beside` another get it from that kernel's timing in the same run. Without a worker, `emulate` runs
+    each kernel that builds on the CPU emulator at the sizes small enough for it."""
 
     def __init__(self, problem: Problem, worker: GpuWorker | None = None, arch: str | None = None,
-                 settings: Settings | None = None):
+                 settings: Settings | None = None, emulate: bool = False):
         self.problem, self.worker, self.settings = problem, worker, settings or Settings()
+        self.emulate = emulate
         self.arch = target_arch(arch)
         self.baseline_timing: Timing | None = None
 
@@ -69,7 +75,10 @@ class Evaluator:
         (and the library function, if `library`). Raises BaselineFailed if `beside` fails."""
         built = self.build(kernels)
         if self.worker is None:
-            return [_not_run(b.outcome) for b in built]
+            if not self.emulate:
+                return [_not_run(b.outcome) for b in built]
+            with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:  # each run is a child process
+                return list(pool.map(self._emulated, built))
         partner = self._partner(beside) if beside is not None and any(b.program for b in built) else None
         return [self._run(b, partner, library) if b.program else b.outcome for b in built]
 
@@ -117,6 +126,20 @@ class Evaluator:
         if fraction is not None and fraction > SUSPECT_FRACTION:
             outcome.flags.append(f"{SUSPECT} {fraction:.0%} of a measured hardware ceiling; the kernel skips "
                                  "work, or the task's cost model overstates it")
+
+
+    def _emulated(self, built: Built) -> Outcome:
+        """A built kernel checked on the CPU emulator: its failure with the evidence, or `not_run` saying
+        at which sizes it was correct there."""
+        if built.program is None:
+            return built.outcome
+        verdict = emulate_on_cpu(built.kernel, built.program, self.problem, self.settings.seed)
+        outcome = built.outcome
+        outcome.status, outcome.message, outcome.mismatch = verdict.status, verdict.message, verdict.mismatch
+        outcome.sizes_checked = verdict.sizes_checked
+        if verdict.log:
+            outcome.log = f"{outcome.log}\n{verdict.log}".strip()
+        return outcome
 
 
 def _not_run(outcome: Outcome) -> Outcome:

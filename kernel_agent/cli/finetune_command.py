@@ -87,7 +87,8 @@ def finetune_command(
     gpu = shared_gpu(executor, device) if method == "grpo" else None
     reward = None
     if method == "grpo":
-        judge = Judge(out / "judged", RecordedChecks(out / "checks.jsonl", tuple(checks)), gpu, arch, tasks)
+        judge = Judge(out / "judged", RecordedChecks(out / "checks.jsonl", tuple(checks)), gpu, arch, tasks,
+                      emulate=executor == "emulate")
         reward = KernelReward(judge)
     out.mkdir(parents=True, exist_ok=True)
     with gpu_session(gpu, f"checkpoints are in {out / 'checkpoints'}; run the same command to resume"):

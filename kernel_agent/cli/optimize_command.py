@@ -64,6 +64,11 @@ def optimize(
                                       "is one, else the recording if there is one, else compile-only."),
     recording: Path | None = typer.Option(None,
                                           help="Recorded sweep to replay [default: tasks/recordings/h200/TASK.json]."),
+    emulate: bool = typer.Option(False, "--emulate",
+                                 help="With --executor compile-only: also run each kernel that builds on the CPU "
+                                      "emulator at the sizes small enough for it, so wrong results, out-of-bounds "
+                                      "writes, crashes, hangs and races are found (and repaired) without a GPU. "
+                                      "Nothing is timed: `kagent measure RUN` still does that on a GPU."),
     fix: list[str] = typer.Option([], "--fix", help="Pin a knob, NAME=VALUE (repeatable)."),
     kernel: list[Path] = typer.Option([], "--kernel",
                                       help="A kernel file to search from beside the task's own (repeatable), e.g. "
@@ -131,8 +136,9 @@ def optimize(
                                   llm_grammar)
             options = OptimizeOptions(task_file=task_file, out=out, strategy=strategy, seed=seed,
                                       budget=40 if budget is None else budget, batch=batch, executor=executor,
-                                      recording=recording, time_limit_s=time_limit, warm_start=warm_start,
-                                      device=device, pins=knob_pairs(fix), llm=llm_settings, kernels=kernel)
+                                      emulate=emulate, recording=recording, time_limit_s=time_limit,
+                                      warm_start=warm_start, device=device, pins=knob_pairs(fix), llm=llm_settings,
+                                      kernels=kernel)
             run = new_run(options, notice)
             run_dir, config, created = run.folder, run.config, True
         with run_progress(console, config.task, config.executor, config.budget) as line:

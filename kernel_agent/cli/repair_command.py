@@ -103,7 +103,7 @@ def repair(
     except SessionError as exc:
         fail(2, str(exc))
     checker = Checker(session.task, session.recorded, gpu, arch, Settings(budget_ms=budget_ms),
-                      include_roots=(Path(session.info.kernel).parent,))
+                      include_roots=(Path(session.info.kernel).parent,), emulate=executor == "emulate")
     fixer = Fixer(session, client, small, arch or "sm_90", why_none)
     with gpu_session(gpu, f"the session is kept; continue with kagent repair --resume {session.folder}"):
         if auto is None:
@@ -162,7 +162,7 @@ def repair_bench(
     client, small, _ = _model(no_llm, llm, llm_base_url, llm_timeout, llm_small, llm_grammar)
     gpu = shared_gpu(executor, device)
     out.mkdir(parents=True, exist_ok=True)
-    options = BenchOptions(rounds=rounds, evidence=evidence, arch=arch)
+    options = BenchOptions(rounds=rounds, evidence=evidence, arch=arch, emulate=executor == "emulate")
     results: list[EntryResult] = []
     with gpu_session(gpu, f"every finished kernel is in {out}/report.md; run the same command to go on"):
         for number, entry in enumerate(entries, start=1):

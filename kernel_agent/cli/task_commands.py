@@ -24,6 +24,7 @@ from sandbox import (
     check_flags,
     compile_source,
     detect_arch,
+    emulator_unavailable,
     include_dirs,
     nvrtc_version,
     target_arch,
@@ -47,6 +48,10 @@ def check_command(
     knob: list[str] = typer.Option([], "--knob", "-k", help="Knob value NAME=VALUE (repeatable)."),
     flag: list[str] = typer.Option([], "--flag", help="Extra NVRTC flag, e.g. -use_fast_math (repeatable)."),
     compile_only: bool = typer.Option(False, "--compile-only", help="Compile and check resources only; no GPU needed."),
+    emulate: bool = typer.Option(False, "--emulate",
+                                 help="No GPU needed: compile, then run the kernel on the CPU emulator at the sizes "
+                                      "small enough for it and compare with the reference (wrong results, "
+                                      "out-of-bounds writes, crashes, hangs, races); nothing is timed."),
     as_json: bool = typer.Option(False, "--json", help="Print the Outcome as one JSON object."),
     arch: str | None = typer.Option(None, help="Target architecture, e.g. sm_90 (default: the GPU's)."),
     device: int = typer.Option(0, help="GPU index."),
@@ -66,14 +71,19 @@ def check_command(
         fail(2, f"--flag: {problem}")
     try:
         task = load_task(task_file)
+        if emulate and (reason := emulator_unavailable()):
+            fail(3, f"--emulate: {reason}")
+        compile_only = compile_only or emulate
         if not compile_only and detect_arch(device) is None:
-            fail(3, "no CUDA GPU found; use --compile-only to compile and check resources without one")
+            fail(3, "no CUDA GPU found; use --compile-only to compile and check resources without one, or "
+                    "--emulate to run it on the CPU emulator too")
         settings = Settings(seed=seed, budget_ms=budget_ms, launch_timeout_s=launch_timeout)
         if compile_only:
-            outcome = check(task, kernel, knob_pairs(knob), flag, arch)
-            if outcome.status is Status.not_run:  # what --compile-only asks for: every compile-side check passed
+            outcome = check(task, kernel, knob_pairs(knob), flag, arch, settings=settings, emulate=emulate)
+            if outcome.status is Status.not_run:  # what was asked for passed: the compile side (and the emulator)
                 outcome.status = Status.ok
-                outcome.message = "compiled and launches resolved at every size (not run: --compile-only)"
+                if not emulate:
+                    outcome.message = "compiled and launches resolved at every size (not run: --compile-only)"
         else:
             with GpuWorker(device) as worker:
                 outcome = check(task, kernel, knob_pairs(knob), flag, arch, worker, settings)

@@ -67,13 +67,15 @@ class GpuExecutor:
 class CompileOnlyExecutor:
     """No GPU and no recording: every candidate is compiled and its launches planned for real (compile,
     launch and resource verdicts need no GPU), and nothing is run, so a kernel that builds is `not_run`.
-    `kagent measure RUN` measures such a run's kernels on a GPU afterwards."""
+    `kagent measure RUN` measures such a run's kernels on a GPU afterwards. With `emulate`, each kernel
+    that builds is also run on the CPU emulator at the sizes small enough for it: a wrong one fails with
+    its evidence (and the model repairs it), a right one stays `not_run` (nothing was timed)."""
 
     name = "compile-only"
 
-    def __init__(self, task: Task, space: Space, arch: str):
+    def __init__(self, task: Task, space: Space, arch: str, emulate: bool = False):
         self.space = space
-        self.evaluator = Evaluator(task.problem(), None, arch)
+        self.evaluator = Evaluator(task.problem(), None, arch, emulate=emulate)
 
     def start(self) -> Outcome:
         outcome = self.final(self.space.default("baseline"))

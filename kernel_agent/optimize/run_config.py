@@ -46,6 +46,7 @@ class RunConfig(BaseModel):
     budget: int = 40
     batch: int = 4
     executor: str = "gpu"
+    emulate: bool = Field(False, description="compile-only: kernels that build are run on the CPU emulator too")
     recording: str | None = None
     time_limit_s: float | None = None
     warm_start: bool = True

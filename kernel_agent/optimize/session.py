@@ -14,7 +14,16 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from sandbox import DirectiveError, GpuWorker, KernelError, Settings, detect_arch, load_kernel, target_arch
+from sandbox import (
+    DirectiveError,
+    GpuWorker,
+    KernelError,
+    Settings,
+    detect_arch,
+    emulator_unavailable,
+    load_kernel,
+    target_arch,
+)
 
 from ..files import new_folder
 from ..recording import recording_path
@@ -57,6 +66,7 @@ class OptimizeOptions(BaseModel):
     budget: int = Field(40, ge=1, description="evaluations, the baseline included")
     batch: int = Field(4, ge=1)
     executor: str = "auto"
+    emulate: bool = Field(False, description="with the compile-only executor: run kernels on the CPU emulator")
     recording: Path | None = None
     time_limit_s: float | None = Field(None, gt=0)
     warm_start: bool = True
@@ -109,6 +119,11 @@ def new_run(options: OptimizeOptions, notice: Callable[[str], None] = print) -> 
     if executor == "gpu" and detect_arch(options.device) is None:
         raise ExecutorError("--executor gpu: no CUDA GPU found on this machine (try --executor replay or "
                             "compile-only)")
+    if options.emulate and executor != "compile-only":
+        raise OptimizeInputError(f"--emulate runs kernels on the CPU emulator in a compile-only run; this run's "
+                                 f"executor is {executor} (add --executor compile-only)")
+    if options.emulate and (reason := emulator_unavailable()):
+        raise ExecutorError(f"--emulate: {reason}")
     rec = recording_path(task.name, options.recording) if executor == "replay" else None
     if rec is not None and not rec.exists():
         raise ExecutorError(f"no recorded sweep for task {task.name} at {rec}: record one on a GPU with "
@@ -117,9 +132,10 @@ def new_run(options: OptimizeOptions, notice: Callable[[str], None] = print) -> 
         run_id=f"{options.strategy}-s{options.seed}-{time.strftime('%Y%m%d-%H%M%S')}",
         task_file=str(options.task_file), task=task.name, family=task.family or task.name,
         arch="sm_90" if executor == "replay" else target_arch(), strategy=options.strategy, seed=options.seed,
-        budget=options.budget, batch=options.batch, executor=executor, recording=str(rec) if rec else None,
-        time_limit_s=options.time_limit_s, warm_start=options.warm_start, generic=executor == "gpu",
-        pins=dict(options.pins), llm=options.llm, given=_given_labels(task, options.kernels[starts:]),
+        budget=options.budget, batch=options.batch, executor=executor, emulate=options.emulate,
+        recording=str(rec) if rec else None, time_limit_s=options.time_limit_s, warm_start=options.warm_start,
+        generic=executor == "gpu", pins=dict(options.pins), llm=options.llm,
+        given=_given_labels(task, options.kernels[starts:]),
         start=START if starts else None)
     for path in options.kernels:
         try:
@@ -246,7 +262,7 @@ def execute(run: Run, settings: Settings | None = None, hooks: Hooks | None = No
                 worker = own_worker = GpuWorker(device)
             executor = GpuExecutor(run.task, space, worker, config.arch, settings or SEARCH_SETTINGS)
         elif config.executor == "compile-only":
-            executor = CompileOnlyExecutor(run.task, space, config.arch)
+            executor = CompileOnlyExecutor(run.task, space, config.arch, emulate=config.emulate)
         else:
             executor = ReplayExecutor(run.task, space, Path(config.recording or ""))
             for label in executor.stale:

@@ -47,6 +47,7 @@ class BenchOptions:
     rounds: int
     evidence: bool = True
     arch: str | None = None
+    emulate: bool = False  # without a GPU: versions that build run on the CPU emulator
 
 
 def run_entry(entry: Entry, out: Path, gpu: SharedGpu | None, client: LLMClient | None, small: bool,
@@ -59,7 +60,8 @@ def run_entry(entry: Entry, out: Path, gpu: SharedGpu | None, client: LLMClient 
         given = folder / "given.cu"  # the file without its `// @repair` lines
         given.write_text(entry.kernel, encoding="utf-8")
         session = RepairSession.start(folder, entry.task_path, given)
-    checker = Checker(session.task, session.recorded, gpu, options.arch, include_roots=(entry.from_path.parent,))
+    checker = Checker(session.task, session.recorded, gpu, options.arch, include_roots=(entry.from_path.parent,),
+                      emulate=options.emulate)
     fixer = Fixer(session, client, small, options.arch or "sm_90", HOW_TO_CONFIGURE)
     result: AutoResult = auto_repair(session, checker, fixer, options.rounds, options.evidence, say)
     rows = session.transcript()

@@ -70,12 +70,13 @@ class SharedGpu:
 
 
 class Checker:
-    """Checks kernel files of one task: the recorded outcome first, else on the GPU, else compile-only."""
+    """Checks kernel files of one task: the recorded outcome first, else on the GPU, else compile-only
+    (with `emulate`, on the CPU emulator too: a failure found there is a verdict like the GPU's)."""
 
     def __init__(self, task: Task, recorded: RecordedChecks, gpu: SharedGpu | None, arch: str | None = None,
-                 settings: Settings | None = None, include_roots: tuple[Path, ...] = ()):
+                 settings: Settings | None = None, include_roots: tuple[Path, ...] = (), emulate: bool = False):
         self.task, self.recorded, self.gpu, self.arch = task, recorded, gpu, arch
-        self.settings, self.include_roots = settings, include_roots
+        self.settings, self.include_roots, self.emulate = settings, include_roots, emulate
 
     @property
     def on_gpu(self) -> bool:
@@ -90,7 +91,7 @@ class Checker:
         try:
             outcome = check(self.task, path, knobs, arch=self.arch,
                             worker=self.gpu.worker() if self.gpu else None, settings=self.settings,
-                            size=size, include_roots=self.include_roots)
+                            size=size, include_roots=self.include_roots, emulate=self.emulate)
         except (KernelError, DirectiveError) as exc:  # directives or knobs that do not parse: the kernel's fault
             outcome = Outcome(status=Status.compile_error, message=f"the kernel file is not usable: {exc}",
                               log=str(exc))

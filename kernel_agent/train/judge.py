@@ -41,8 +41,8 @@ class Judge:
     when the path a run recorded does not exist here (runs recorded on another machine)."""
 
     def __init__(self, workdir: Path, recorded: RecordedChecks, gpu: SharedGpu | None = None,
-                 arch: str | None = None, task_roots: Sequence[Path] = (Path("tasks"),)):
-        self.workdir, self.recorded, self.gpu, self.arch = workdir, recorded, gpu, arch
+                 arch: str | None = None, task_roots: Sequence[Path] = (Path("tasks"),), emulate: bool = False):
+        self.workdir, self.recorded, self.gpu, self.arch, self.emulate = workdir, recorded, gpu, arch, emulate
         self.task_roots = tuple(task_roots)
         self._tasks: dict[str, Task] = {}
 
@@ -72,7 +72,8 @@ class Judge:
         path = self.workdir / task.name / f"{digest}.cu"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(parsed.source, encoding="utf-8")
-        outcome, _recorded = Checker(task, self.recorded, self.gpu, self.arch).check(path, parsed.source, {})
+        outcome, _recorded = Checker(task, self.recorded, self.gpu, self.arch,
+                                     emulate=self.emulate).check(path, parsed.source, {})
         ms = outcome.timing.median_ms if outcome.correct and outcome.timing is not None else None
         return outcome.status.value, ms
 

@@ -20,7 +20,7 @@ from kernel_agent.repair.corpus import CorpusError, read_entry
 from kernel_agent.repair.fixer import HOW_TO_CONFIGURE, Fixer
 from kernel_agent.repair.session import RepairSession, SessionError
 from kernel_agent.task import load_task
-from sandbox import Outcome, Status
+from sandbox import Outcome, Status, emulator_unavailable
 from tests.llm.fake_server import FakeOpenAI, answer
 from tests.repair.repl_driver import RECORDED, entry, fix_answer, fixed_source
 
@@ -142,6 +142,20 @@ def test_auto_stops_at_a_kernel_that_compiles_when_no_gpu_can_check_it(tmp_path)
     assert (result.ending, result.rounds, result.outcome.status) == ("pending", 1, Status.not_run)
     prompt = rows(s, "call")[0]["messages"][-1]["content"]
     assert "(compile_error)" in prompt and 'error: expected a ";"' in prompt
+
+
+@pytest.mark.skipif(emulator_unavailable() is not None, reason=str(emulator_unavailable()))
+def test_on_the_emulator_a_wrong_result_is_found_and_repaired_without_a_gpu_or_a_recording(tmp_path):
+    """No recorded checks and no GPU: the CPU emulator finds the wrong result, the repair prompt carries
+    its first wrong elements, and the fixed kernel is correct there (pending: a GPU must still time it)."""
+    e, s = start(tmp_path, WRONG)
+    emulating = Checker(s.task, s.recorded, None, include_roots=(e.from_path.parent,), emulate=True)
+    with FakeOpenAI([answer(fix_answer(e))]) as server:
+        result = auto_repair(s, emulating, Fixer(s, client(server.base_url), small=True), rounds=3)
+    assert (result.ending, result.rounds, result.outcome.status) == ("pending", 1, Status.not_run)
+    assert result.outcome.message.startswith("correct at")
+    prompt = rows(s, "call")[0]["messages"][-1]["content"]
+    assert "(wrong_result)" in prompt and "CPU emulator" in prompt and "first wrong" in prompt
 
 
 def test_rounds_are_counted_across_a_resume_and_an_unusable_answer_is_asked_again(tmp_path):

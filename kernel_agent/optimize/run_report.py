@@ -75,6 +75,11 @@ def report_markdown(result: RunResult, strategy, plots: bool = True, roofline: b
                   f"{c.measured_on} with `kagent measure` ({c.measured_at}). The search itself chose its kernels "
                   "without timings; its own report is kept as `report.compile-only.md`, its journal as "
                   "`attempts.compile-only.jsonl`.", ""]
+    elif c.executor == "compile-only" and c.emulate:
+        lines += [f"**Compiled and emulated**: no GPU here, so every kernel was compiled, its launches planned and "
+                  "it was run on the CPU emulator at the sizes small enough for it: a failure there is its verdict, "
+                  "and a kernel correct there is `not_run`, since nothing was timed. Measure them on a GPU with "
+                  f"`kagent measure {c.run_id}`.", ""]
     elif c.executor == "compile-only":
         lines += [f"**Compiled only**: no GPU and no recording here, so every kernel was compiled and its launches "
                   f"planned, and none was run (`not_run`). Measure them on a GPU with `kagent measure {c.run_id}`.",
@@ -90,7 +95,9 @@ def report_markdown(result: RunResult, strategy, plots: bool = True, roofline: b
     ]
     lines += _result_section(result)
     lines += ["", "## Failures by class", ""]
-    lines += [f"- {k}: {v}" + (" (compiled, but nothing here could run them: no recording)" if k == "not_run" else "")
+    unrun = " (correct on the CPU emulator or not run there; not timed)" if c.emulate else \
+        " (compiled, but nothing here could run them: no recording)"
+    lines += [f"- {k}: {v}" + (unrun if k == "not_run" else "")
               for k, v in sorted(result.failures.items())] or ["- none"]
     lines += _credit_section(getattr(strategy, "planner", None))
     lines += _llm_section(getattr(strategy, "llm", None), result, run_dir)

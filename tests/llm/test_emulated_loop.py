@@ -55,3 +55,4 @@ def test_a_wrong_kernel_is_found_on_the_cpu_and_repaired_with_its_evidence(tmp_p
     shown = [f"{bad['expected']:.6g}, {bad['got']:.6g}" for bad in mismatch["first_bad"]] \
         if len(mismatch["first_bad"]) > 1 else [f"expected {mismatch['expected']}, got {mismatch['got']}"]
     assert all(text in prompt for text in shown), prompt
+    assert "**Compiled and emulated**" in (run_dir / "report.md").read_text()

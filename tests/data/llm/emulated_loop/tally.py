@@ -1,0 +1,81 @@
+"""Per task and answer kind (port: slot fills; whole: kernel files), from optimize runs measured by
+`kagent measure`: answers, answers that became a kernel, kernels that compiled, correct on the CPU
+emulator, correct on the GPU, faster than the naive kernel, faster than torch; and repairs that fixed
+the failure class they were sent for.
+
+    python3 tests/data/llm/emulated_loop/tally.py RESULTS_DIR     (RESULTS_DIR/TASK/RUN/...)
+"""
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+COLUMNS = ("answers", "kernels", "compiled", "cpu_correct", "gpu_correct", "faster_naive", "faster_torch")
+
+
+def first_verdicts(run: Path) -> tuple[dict, dict]:
+    """kernel -> the emulator's verdict (compile-only journal) and the GPU's (measured journal)."""
+    def read(name):
+        path = run / name
+        rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+        first = {}
+        for row in rows:
+            first.setdefault(row["kernel"], row)  # the file as written comes first, knob variants after
+        return first
+    return read("attempts.compile-only.jsonl") or read("attempts.jsonl"), read("attempts.jsonl")
+
+
+def tally(results: Path) -> None:
+    table = defaultdict(lambda: defaultdict(int))
+    repairs = defaultdict(lambda: [0, 0])
+    port_tasks = {}
+    for run in sorted(p.parent for p in results.glob("*/*/run.json")):
+        task = run.parent.name
+        cpu, gpu = first_verdicts(run)
+        measured = (run / "attempts.compile-only.jsonl").exists()
+        port_tasks.setdefault(task, False)
+        calls = [json.loads(line) for line in (run / "trajectory.jsonl").read_text().splitlines()]
+        calls = [c for c in calls if c["type"] == "call"]
+        for call in calls:
+            kind = "port" if call["role"].startswith("port:") else "whole"
+            row = table[(task, kind)]
+            row["answers"] += 1
+            kernel = call.get("kernel")
+            if kernel is None:
+                continue
+            row["kernels"] += 1
+            c, g = cpu.get(kernel), gpu.get(kernel)
+            if c is None:
+                continue
+            row["compiled"] += c["status"] != "compile_error"
+            row["cpu_correct"] += c["status"] == "not_run" and c["outcome"]["message"].startswith("correct at")
+            if measured and g is not None and g["status"] == "ok":
+                row["gpu_correct"] += 1
+                row["faster_naive"] += (g["speedup"] or 0) > 1
+                row["faster_torch"] += (g["outcome"].get("library_speedup") or 0) > 1
+                port_tasks[task] |= kind == "port"
+        for call in calls:  # a repair fixed its failure when its kernel's class is not its parent's
+            kernel = call.get("kernel")
+            if not call["round"] or kernel not in cpu or not cpu[kernel]["parent"]:
+                continue
+            parent = cpu.get(cpu[kernel]["parent"][0])
+            counts = repairs["port" if call["role"].startswith("port:") else "whole"]
+            counts[0] += 1
+            counts[1] += parent is not None and cpu[kernel]["status"] != parent["status"]
+    for kind in ("port", "whole"):
+        print(f"\n### {kind} answers\n| task | " + " | ".join(COLUMNS) + " |\n|---|" + "---|" * len(COLUMNS))
+        total = defaultdict(int)
+        for (task, k), row in sorted(table.items()):
+            if k == kind:
+                print(f"| {task} | " + " | ".join(str(row[c]) for c in COLUMNS) + " |")
+                for c in COLUMNS:
+                    total[c] += row[c]
+        print("| **all** | " + " | ".join(str(total[c]) for c in COLUMNS) + " |")
+    for kind, (made, fixed) in repairs.items():
+        print(f"\n{kind} repairs that became a kernel: {made}; of them out of their failure's class: {fixed}")
+    print(f"\ntasks with a ported kernel correct on the GPU: {sum(port_tasks.values())} of {len(port_tasks)}: "
+          + ", ".join(t for t, ok in sorted(port_tasks.items()) if ok))
+
+
+if __name__ == "__main__":
+    tally(Path(sys.argv[1]))

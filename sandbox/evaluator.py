@@ -127,7 +127,6 @@ class Evaluator:
             outcome.flags.append(f"{SUSPECT} {fraction:.0%} of a measured hardware ceiling; the kernel skips "
                                  "work, or the task's cost model overstates it")
 
-
     def _emulated(self, built: Built) -> Outcome:
         """A built kernel checked on the CPU emulator: its failure with the evidence, or `not_run` saying
         at which sizes it was correct there."""

@@ -65,10 +65,11 @@ def optimize(
     recording: Path | None = typer.Option(None,
                                           help="Recorded sweep to replay [default: tasks/recordings/h200/TASK.json]."),
     emulate: bool = typer.Option(False, "--emulate",
-                                 help="With --executor compile-only: also run each kernel that builds on the CPU "
-                                      "emulator at the sizes small enough for it, so wrong results, out-of-bounds "
-                                      "writes, crashes, hangs and races are found (and repaired) without a GPU. "
-                                      "Nothing is timed: `kagent measure RUN` still does that on a GPU."),
+                                 help="A compile-only run (--executor auto picks it) that also runs each kernel "
+                                      "that builds on the CPU emulator at the sizes small enough for it, so wrong "
+                                      "results, out-of-bounds writes, crashes, hangs and races are found (and "
+                                      "repaired) without a GPU. Nothing is timed: `kagent measure RUN` still does "
+                                      "that on a GPU."),
     fix: list[str] = typer.Option([], "--fix", help="Pin a knob, NAME=VALUE (repeatable)."),
     kernel: list[Path] = typer.Option([], "--kernel",
                                       help="A kernel file to search from beside the task's own (repeatable), e.g. "

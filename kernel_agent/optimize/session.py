@@ -115,7 +115,10 @@ def new_run(options: OptimizeOptions, notice: Callable[[str], None] = print) -> 
     if task.baseline is None and not options.kernels and options.llm is None:
         raise OptimizeInputError(f"task {task.name} has no starting kernel: a model writes the first one "
                                  "(--llm MODEL ...), or give one with --kernel FILE")
-    executor = options.executor if options.executor != "auto" else _auto_executor(task, options, notice)
+    if options.executor == "auto":  # --emulate asks for a compile-only run: the emulator is its executor's
+        executor = "compile-only" if options.emulate else _auto_executor(task, options, notice)
+    else:
+        executor = options.executor
     if executor == "gpu" and detect_arch(options.device) is None:
         raise ExecutorError("--executor gpu: no CUDA GPU found on this machine (try --executor replay or "
                             "compile-only)")

@@ -31,12 +31,13 @@ def test_a_wrong_kernel_is_found_on_the_cpu_and_repaired_with_its_evidence(tmp_p
     with FakeOpenAI(script) as server:
         result = CliRunner().invoke(app, [
             "optimize", str(task_without_recording(tmp_path)), "--out", str(tmp_path / "out"), "--budget", "4",
-            "--executor", "compile-only", "--emulate", "--llm", "test-model", "--llm-base-url", server.base_url,
+            "--emulate", "--llm", "test-model", "--llm-base-url", server.base_url,
             "--no-warm-start", "--no-llm-port"],
             env={"KAGENT_CONFIG": str(config), "OPENAI_API_KEY": ""})
     assert result.exit_code == 0, result.output
     (run_dir,) = (tmp_path / "out" / "softmax_unrecorded").iterdir()
-    assert json.loads((run_dir / "run.json").read_text())["emulate"] is True
+    config = json.loads((run_dir / "run.json").read_text())
+    assert config["emulate"] is True and config["executor"] == "compile-only"  # --emulate under --executor auto
 
     attempts = {a["kernel"]: a for a in map(json.loads, (run_dir / "attempts.jsonl").read_text().splitlines())}
     assert attempts["baseline"]["status"] == "not_run"

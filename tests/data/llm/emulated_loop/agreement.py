@@ -22,8 +22,8 @@ with GpuWorker(0) as worker, out.open("a") as sink:
             journal = run / "attempts.jsonl"
         for line in journal.read_text().splitlines():
             a = json.loads(line)
-            if not a["kernel"].startswith("llm") or "(CPU emulator)" not in a["outcome"]["message"] \
-                    and not a["outcome"]["message"].startswith("correct at"):
+            if not a["kernel"].startswith("llm") or ("(CPU emulator)" not in a["outcome"]["message"] \
+                    and not a["outcome"]["message"].startswith("correct at")):
                 continue
             path = run / "llm_kernels" / f"{a['kernel']}.cu"
             gpu = check(task, path, dict(a["knobs"]), worker=worker, settings=Settings(budget_ms=20, time_it=False))

@@ -3,7 +3,9 @@
 emulator, correct on the GPU, faster than the naive kernel, faster than torch; and repairs that fixed
 the failure class they were sent for.
 
-    python3 tests/data/llm/emulated_loop/tally.py RESULTS_DIR     (RESULTS_DIR/TASK/RUN/...)
+    python3 tests/data/llm/emulated_loop/tally.py RESULTS_DIR [ANSWERS.jsonl]   (RESULTS_DIR/TASK/RUN/...)
+
+With ANSWERS.jsonl, every model answer is also written there, one line each, with its kernel's verdicts.
 """
 import json
 import sys
@@ -23,6 +25,26 @@ def first_verdicts(run: Path) -> tuple[dict, dict]:
             first.setdefault(row["kernel"], row)  # the file as written comes first, knob variants after
         return first
     return read("attempts.compile-only.jsonl") or read("attempts.jsonl"), read("attempts.jsonl")
+
+
+def answers(results: Path, out: Path) -> None:
+    with out.open("w") as sink:
+        for run in sorted(p.parent for p in results.glob("*/*/run.json")):
+            cpu, gpu = first_verdicts(run)
+            measured = (run / "attempts.compile-only.jsonl").exists()
+            for line in (run / "trajectory.jsonl").read_text().splitlines():
+                call = json.loads(line)
+                if call["type"] != "call":
+                    continue
+                kernel = call.get("kernel")
+                c, g = cpu.get(kernel), gpu.get(kernel) if measured else None
+                sink.write(json.dumps({
+                    "task": run.parent.name, "role": call["role"], "round": call["round"],
+                    "temperature": call.get("temperature"), "seconds": call.get("seconds"), "text": call["text"],
+                    "feedback": call.get("feedback"), "kernel": kernel,
+                    "emulator": c and {"status": c["status"], "message": c["outcome"]["message"]},
+                    "gpu": g and {"status": g["status"], "message": g["outcome"]["message"], "speedup": g["speedup"],
+                                  "library_speedup": g["outcome"].get("library_speedup")}}) + "\n")
 
 
 def tally(results: Path) -> None:
@@ -79,3 +101,5 @@ def tally(results: Path) -> None:
 
 if __name__ == "__main__":
     tally(Path(sys.argv[1]))
+    if len(sys.argv) > 2:
+        answers(Path(sys.argv[1]), Path(sys.argv[2]))

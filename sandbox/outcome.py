@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from enum import Enum
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 SUSPECT = "suspect:"  # the prefix of a flag that casts doubt on a kernel's figures
+# A wrong element is often NaN (an output never written) or infinite: in JSON such a float is written as the
+# string "NaN" or "Infinity", which reads back as the float, where pydantic's default (null) would not.
+KEEP_NAN = ConfigDict(ser_json_inf_nan="strings")
 
 
 class Status(str, Enum):
@@ -35,6 +38,8 @@ class KernelResources(BaseModel):
 class BadValue(BaseModel):
     """One wrong element: where (an index per dim), what the reference holds, what the kernel wrote."""
 
+    model_config = KEEP_NAN
+
     index: list[int]
     expected: float
     got: float
@@ -42,6 +47,8 @@ class BadValue(BaseModel):
 
 class Mismatch(BaseModel):
     """Where and how badly a kernel went wrong."""
+
+    model_config = KEEP_NAN
 
     program: str = ""
     size: str = ""

@@ -44,3 +44,20 @@ def test_only_a_suspect_flag_casts_doubt_on_a_correct_kernel():
     assert not informational.suspect
     doubtful = Outcome(status=Status.ok, flags=[f"{SUSPECT} 140% of a measured hardware ceiling"])
     assert doubtful.suspect
+
+
+def test_an_outcome_with_nan_and_infinite_values_reads_back_from_its_json():
+    """A wrong element is often NaN (never written): the journal's JSON must read back as it was written
+    (pydantic writes NaN as null by default, which a float field then refuses: a run could not resume)."""
+    import math
+
+    from sandbox import BadValue, Mismatch, Outcome, Status
+
+    outcome = Outcome(status=Status.wrong_result, mismatch=Mismatch(
+        got=float("nan"), max_abs_error=float("inf"),
+        first_bad=[BadValue(index=[0], expected=1.0, got=float("nan")),
+                   BadValue(index=[1], expected=-float("inf"), got=2.0)]))
+    again = Outcome.model_validate_json(outcome.model_dump_json())
+    assert again.mismatch is not None and math.isnan(again.mismatch.got or 0.0)
+    assert again.mismatch.max_abs_error == float("inf")
+    assert math.isnan(again.mismatch.first_bad[0].got) and again.mismatch.first_bad[1].expected == -float("inf")

@@ -181,3 +181,24 @@ def test_emulate_asks_for_a_compile_only_run(tmp_path):
     result = CliRunner().invoke(app, ["optimize", str(LAYERNORM), "--emulate", "--executor", "replay",
                                       "--out", str(tmp_path)])
     assert result.exit_code == 2 and "--executor compile-only" in " ".join(result.output.split())
+
+
+PORT_FIXTURES = sorted((ROOT / "tests" / "data" / "ports").glob("*.md"))
+
+
+@pytest.mark.parametrize("fill", PORT_FIXTURES, ids=lambda p: p.stem)
+def test_every_hand_written_port_is_correct_on_the_emulator(fill, tmp_path):
+    """The skeleton library's instances for the naive-only tasks (the fixtures the H200 checks in
+    tests/gpu/test_ports.py) are correct on the emulator too: the skeletons' shuffles, shared memory,
+    vector loads and block carries run there as written."""
+    import re
+
+    from kernel_agent.skeletons import instantiate, library, parse_fills
+
+    text = fill.read_text()
+    skeleton = library()[re.match(r"skeleton:\s*(\w+)", text).group(1)]
+    task = load_task(ROOT / "tasks" / "naive" / f"{fill.stem}.yaml")
+    kernel_file = tmp_path / f"{fill.stem}.cu"
+    kernel_file.write_text(instantiate(skeleton, task, parse_fills(text, skeleton).values).source)
+    outcome = check(task, kernel_file, emulate=True)
+    assert outcome.status is Status.not_run and outcome.message.startswith("correct at"), outcome.message

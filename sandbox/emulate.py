@@ -88,12 +88,12 @@ def unavailable() -> str | None:
     if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
         return f"the CPU emulator needs Linux on x86-64 (this is {platform.system()} on {platform.machine()})"
     if _compiler() is None:
-        return "the CPU emulator needs a C++ compiler (g++ or clang++) on the PATH"
+        return "the CPU emulator needs g++ on the PATH (or another GCC as CXX)"
     return None
 
 
 def _compiler() -> str | None:
-    return shutil.which(os.environ.get("CXX", "g++")) or shutil.which("clang++")
+    return shutil.which(os.environ.get("CXX", "g++"))  # GCC: the alignment trap's flags are GCC's
 
 
 def emulate(kernel: Kernel, program: Program, problem: Problem, seed: int = 0) -> Emulated:
@@ -222,7 +222,7 @@ def _check_size(binary: Path, program: Program, index: int, case: SizeCase, buff
         if isinstance(result, Emulated):
             result.message = f"{result.message} at {case.label} (CPU emulator)"
             return result
-        if problem_found := _integrity(result, buffers, initial, inputs, case.label):
+        if problem_found := _integrity(result, buffers, inputs, case.label):
             return problem_found
         runs.append({b.name: _interior(raw, b) for b, raw in zip(buffers, result) if b.role == "output"})
     expected = run_reference(reference, inputs, [b for b in case.buffers if b.role == "input"],
@@ -259,8 +259,9 @@ def _interior(raw: bytes, buffer: Buffer) -> np.ndarray:
     return np.frombuffer(raw[GUARD:len(raw) - GUARD], dtype=dtype.storage).copy()
 
 
-def _integrity(result: list[bytes], buffers: list[Buffer], initial: list[bytes], inputs: dict[str, np.ndarray],
+def _integrity(result: list[bytes], buffers: list[Buffer], inputs: dict[str, np.ndarray],
                label: str) -> Emulated | None:
+    """A write outside a buffer (a guard band changed), or a changed input: the failure, else None."""
     for buffer, raw in zip(buffers, result):
         before, after = raw[:GUARD], raw[len(raw) - GUARD:]
         where = None

@@ -7,7 +7,8 @@ sends one only when told the server takes it (`grammar = "llama.cpp"` or `"vllm"
 `--llm-grammar`): an OpenAI endpoint refuses unknown fields.
 
 - A port answer is exactly the asked slots' fenced blocks, in the asked order, optional ones may be
-  left out: `slots_grammar(["STATE", "ADD"], optional={"FINAL"})`.
+  left out, a dim's or an expression's block one line: `slots_grammar(["K", "ADD"], optional={"FINAL"},
+  one_line={"K"})`.
 - A whole-kernel answer is one ```cuda block: `KERNEL_GRAMMAR`.
 
 Lines inside a block may hold any character but a backtick (C code has none), so a block ends only
@@ -23,6 +24,7 @@ GrammarDialect = Literal["off", "llama.cpp", "vllm"]
 REQUEST_FIELD: dict[str, str] = {"llama.cpp": "grammar", "vllm": "guided_grammar"}
 
 _LINE = 'line ::= [^`\\n]* "\\n"'
+_ONE_LINE = 'one-line ::= [^`\\n]+ "\\n"'
 KERNEL_GRAMMAR = f'root ::= "```cuda\\n" line+ "```"\n{_LINE}\n'
 
 
@@ -30,14 +32,22 @@ def _rule(slot: str) -> str:
     return "slot-" + slot.lower().replace("_", "-")
 
 
-def slots_grammar(asked: Sequence[str], optional: Collection[str] = ()) -> str:
+def slots_grammar(asked: Sequence[str], optional: Collection[str] = (), one_line: Collection[str] = ()) -> str:
     """The GBNF of an answer holding one fenced block per slot of `asked`, in that order; the slots in
-    `optional` may be left out."""
+    `optional` may be left out (or left empty), the others open with a line that is not empty; those
+    in `one_line` (dims and expressions) hold exactly one line (a small model otherwise writes every
+    slot's fill into the first block)."""
     if not asked:
         raise ValueError("a slot grammar needs at least one slot")
     parts = [f"({_rule(s)} \"\\n\")?" if s in optional else f"{_rule(s)} \"\\n\"" for s in asked]
-    rules = [f'{_rule(s)} ::= "```{s}\\n" line* "```"' for s in asked]
-    return "\n".join([f"root ::= {' '.join(parts)}", *rules, _LINE]) + "\n"
+    rules = [f'{_rule(s)} ::= "```{s}\\n" {_content(s in one_line, s in optional)} "```"' for s in asked]
+    return "\n".join([f"root ::= {' '.join(parts)}", *rules, _LINE, _ONE_LINE]) + "\n"
+
+
+def _content(one_line: bool, optional: bool) -> str:
+    """A block's lines: one for a dim or an expression; a slot that must be filled opens with a line
+    that is not empty (an empty block would be the slot left out)."""
+    return "one-line" if one_line else "line*" if optional else "one-line line*"
 
 
 def request_fields(dialect: GrammarDialect, grammar: str | None) -> dict[str, str]:

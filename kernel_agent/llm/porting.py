@@ -14,7 +14,7 @@ scope there (its arguments and the task's parameters), and keeps the slots the m
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +39,8 @@ from ..skeletons.winners import read_winner
 from ..task import Task
 from .answers import ParsedAnswer
 from .context import launch_evidence
+from .contract_examples import in_scope_examples, stand_ins
+from .grammar import slots_grammar
 from .prompts import task_context
 
 EXAMPLES = LIBRARY / "examples"
@@ -73,17 +75,28 @@ def skeleton_view(skeleton: Skeleton, task: Task, shown: frozenset[str] = frozen
     """The skeleton as the model sees it: its pattern, when it fits, the slots kagent fills from the
     task's shapes (`given`, and `after`: written from the model's own fills), the unused optional
     slots, and the contract of each slot the model is asked for; a slot the worked example `shown`
-    fills loses its contract's own examples (one example of the form, not two to copy)."""
+    fills loses its contract's own examples (one example of the form, not two to copy), and the
+    others keep only the examples written in names the task has (`contract_examples.py`)."""
     dims = ", ".join(task.dims)
     chosen = plan(skeleton, task)
+    renames = stand_ins({s.name: s.contract for s in skeleton.slots}, {**chosen.given, **chosen.after},
+                        task.params, task.outputs)
+    telling = words_of(f"{task.name} {task.description} {task.reference_source()}")
     slots = [(s, s.optional and s.name not in chosen.needed) for name in chosen.asked
              if (s := skeleton.slot(name)) is not None]
     return {"name": skeleton.name, "summary": skeleton.summary, "fits": skeleton.fits,
             "slots": [{"name": s.name, "kind": KIND_WORDS[s.kind].format(dims=dims),
-                       "contract": without_examples(s.contract) if s.name in shown else s.contract,
+                       "contract": without_examples(s.contract) if s.name in shown
+                       else in_scope_examples(s.contract, task.params, renames, telling),
                        "optional": optional} for s, optional in slots],
             "required": [s.name for s, optional in slots if not optional],
             "given": chosen.given, "after": chosen.after, "unused": sorted(chosen.unused)}
+
+
+def answer_grammar(skeleton: Skeleton, asked: Sequence[str], optional: Collection[str] = ()) -> str:
+    """The grammar of a port answer: a block per asked slot, a dim's or an expression's one line."""
+    return slots_grammar(asked, optional, one_line={name for name in asked if (slot := skeleton.slot(name))
+                                                    is not None and slot.kind in ("dim", "expr")})
 
 
 def example_fill(skeleton: Skeleton, task: Task, folder: Path = EXAMPLES, winners: Path | None = None) -> dict | None:

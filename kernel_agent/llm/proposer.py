@@ -34,10 +34,10 @@ from .answers import ParsedAnswer, kernel_files, parse_answer
 from .context import Extras, parent_view, prompt_context, repair_context
 from .examples import Example, family_example, teaching_example
 from .failures import LLMError
-from .grammar import KERNEL_GRAMMAR, slots_grammar
+from .grammar import KERNEL_GRAMMAR
 from .history import WORD_FOR_WORD, Answered, History, same_as
 from .history import temperature as history_temperature
-from .porting import Port, fills_reader, port_prompt_context, repair_view, skeleton_view
+from .porting import Port, answer_grammar, fills_reader, port_prompt_context, repair_view, skeleton_view
 from .prompts import render, task_context
 
 MAX_REPAIRS = 2  # repair rounds per LLM kernel
@@ -114,7 +114,8 @@ class LLMProposer:
                                       self.history.earlier(state), self.winners)
         read = fills_reader(skeleton, self.task, {}, _port_header(skeleton.name, self.task.name))
         view = context["skeleton"]
-        grammar = slots_grammar([s["name"] for s in view["slots"]], {s["name"] for s in view["slots"] if s["optional"]})
+        grammar = answer_grammar(skeleton, [s["name"] for s in view["slots"]],
+                                 {s["name"] for s in view["slots"] if s["optional"]})
         return self._ask(render(plan.prompt, **context), f"port:{skeleton.name}", 0, plan.parent,
                          lambda text, finished, _earlier: read(text, finished), short=True, grammar=grammar)
 
@@ -154,7 +155,7 @@ class LLMProposer:
                    "failure": repair_view(port, failed, self.task)}
         read = fills_reader(skeleton, self.task, port.fills, _port_header(skeleton.name, self.task.name))
         to_fix = context["failure"]["slots_to_fix"] or [s["name"] for s in view["slots"]]
-        grammar = slots_grammar(to_fix, optional=() if context["failure"]["slots_to_fix"] else to_fix)
+        grammar = answer_grammar(skeleton, to_fix, optional=() if context["failure"]["slots_to_fix"] else to_fix)
         return self._ask(render("repair_port.j2", **context), origin.role, origin.round + 1, failed.candidate,
                          lambda text, finished, _earlier: read(text, finished), short=True, grammar=grammar,
                          base_fills=port.fills)

@@ -8,7 +8,7 @@
 // @skeleton slot IN [expr]: `const float*`: the float32 input of OUTER * R * INNER elements, e.g. `x`
 // @skeleton slot IDENTITY [expr]: `float`: the combine's start value, e.g. `0.f` (sum, mean), `INFINITY` (min, argmin), `-INFINITY` (max, argmax)
 // @skeleton slot COMBINE [body]: `float combine(PARAMS, float acc, float v)`: fold value v into acc and return it; it also merges two partial results, so it must be associative: e.g. `return acc + v;` (sum, mean), `return fminf(acc, v);` (min, argmin), `return fmaxf(acc, v);` (max, argmax)
-// @skeleton slot FINALIZE [body]: `void finalize(PARAMS, long long o, long long c, float acc, long long arg)`: acc is the combined value over the reduced axis for output (o, c), arg the index along that axis where acc was first reached (for max/min); write output (o, c), e.g. `y[o * D + c] = acc;` (sum) or `idx[o * D + c] = arg;` (argmax)
+// @skeleton slot FINALIZE [body]: `void finalize(PARAMS, long long o, long long c, float acc, long long arg)`: acc is the combined value over the reduced axis for output (o, c), arg the index along that axis where acc was first reached (for max/min); write output (o, c), e.g. `y[o * D + c] = acc;` (sum), `y[o * D + c] = acc / N;` (mean) or `idx[o * D + c] = arg;` (argmax)
 // @kagent entry: kagent_axis_reduce
 // @kagent grid: {{OUTER}} * ceil_div({{INNER}}, BLOCK_X * VEC)
 // @kagent block: BLOCK_X * RSPLIT

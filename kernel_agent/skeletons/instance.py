@@ -31,17 +31,21 @@ class Instance:
         return next((name for name, spans in self.spans.items() if any(a <= line <= b for a, b in spans)), None)
 
 
+_LONE_RETURN = re.compile(r"^return\s+(?=[^;]+$)")
+
+
 def normalize_fills(skeleton: Skeleton, fills: Mapping[str, str]) -> dict[str, str]:
     """The fills as they go into the code: trimmed; a body given as a whole function unwrapped; a body
-    that is a lone expression made `return EXPR;`; a member declared through an object
+    that is a lone expression made `return EXPR;`, and a dim or an expression given as `return EXPR;`
+    made EXPR; a member declared through an object
     (`float s.sum = 0.f;`) declared by its own name; optional slots not given left empty."""
     out = {}
     for slot in skeleton.slots:
         text = fills.get(slot.name, "").strip("\n")
         if slot.kind == "body":
             text = _body(text)
-        elif slot.kind in ("dim", "expr"):
-            text = " ".join(text.split()).rstrip(";").strip()
+        elif slot.kind in ("dim", "expr"):  # `return INFINITY;`, as a body would say it, is INFINITY
+            text = _LONE_RETURN.sub("", " ".join(text.split()).rstrip(";").strip())
         elif slot.kind == "fields":
             text = _MEMBER_VIA_OBJECT.sub(r"\g<type>\g<name>", text)
         out[slot.name] = text

@@ -15,6 +15,7 @@ from kernel_agent.skeletons import (
     fitting,
     instantiate,
     library,
+    normalize_fills,
     parse_fills,
     parse_skeleton,
 )
@@ -102,6 +103,13 @@ def test_a_lone_expression_or_a_whole_function_is_a_body():
     whole = instantiate(skeleton, task, {"N": "n", "OUT": "y", "VALUE": (
         "__device__ float value(const float* x, float* y, int n, long long i) {\n    return x[i] * 3.f;\n}")}).source
     assert "return x[i] * 3.f;" in whole and "float value(" not in whole
+
+
+def test_an_expression_written_as_a_return_statement_is_the_expression():
+    skeleton, task = library()["elementwise"], load_task(SOFTPLUS)
+    assert normalize_fills(skeleton, {"N": "n", "OUT": "return y;"})["OUT"] == "y"
+    assert not check_fills(skeleton, task, {"N": "n", "OUT": "return y;", "VALUE": "return x[i];"})
+    assert check_fills(skeleton, task, {"N": "n", "OUT": "return y; return x;", "VALUE": "return x[i];"})
 
 
 def test_an_instance_is_a_kernel_file_with_the_tasks_signature_and_knows_where_each_fill_is():

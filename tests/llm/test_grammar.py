@@ -10,7 +10,9 @@ import pytest
 
 from kernel_agent.llm.client import LLMClient
 from kernel_agent.llm.grammar import KERNEL_GRAMMAR, request_fields, slots_grammar
+from kernel_agent.llm.porting import answer_grammar
 from kernel_agent.llm.settings import LLMConfig
+from kernel_agent.skeletons import library
 from tests.llm.fake_server import FakeOpenAI, answer
 
 
@@ -18,15 +20,30 @@ def test_a_slot_grammar_is_the_asked_blocks_in_order_the_optional_ones_may_be_le
     text = slots_grammar(["STATE", "ADD", "FINAL"], optional={"FINAL"})
     root = text.splitlines()[0]
     assert root == 'root ::= slot-state "\\n" slot-add "\\n" (slot-final "\\n")?'
-    assert 'slot-add ::= "```ADD\\n" line* "```"' in text
+    assert 'slot-add ::= "```ADD\\n" one-line line* "```"' in text  # a slot to fill: not an empty block
+    assert 'slot-final ::= "```FINAL\\n" line* "```"' in text
     assert 'line ::= [^`\\n]* "\\n"' in text
     # every rule used is defined, once
-    used = set(re.findall(r"\b(slot-[a-z-]+|line)\b", text))
+    used = set(re.findall(r"\b(slot-[a-z-]+|one-line|line)\b", text))
     defined = re.findall(r"^([\w-]+) ::=", text, re.MULTILINE)
     assert used <= set(defined) and len(defined) == len(set(defined))
     assert slots_grammar(["LOAD_A"]).splitlines()[1].startswith("slot-load-a ::= ")
     with pytest.raises(ValueError):
         slots_grammar([])
+
+
+def test_a_dims_or_an_expressions_block_is_one_line():
+    text = slots_grammar(["K", "ACCUMULATE"], one_line={"K"})
+    assert 'slot-k ::= "```K\\n" one-line "```"' in text
+    assert 'slot-accumulate ::= "```ACCUMULATE\\n" one-line line* "```"' in text
+    assert 'one-line ::= [^`\\n]+ "\\n"' in text
+
+
+def test_a_port_answers_grammar_holds_the_skeletons_dims_and_expressions_to_one_line():
+    grammar = answer_grammar(library()["window1d"], ["K", "S", "IDENTITY", "ACCUMULATE"])
+    for name in ("K", "S", "IDENTITY"):
+        assert f'"```{name}\\n" one-line' in grammar
+    assert '"```ACCUMULATE\\n" one-line line*' in grammar
 
 
 def test_the_kernel_grammar_is_one_cuda_block():

@@ -1,0 +1,131 @@
+"""A slot contract's examples, kept only where they use names the task has.
+
+A skeleton's contracts end with examples written for some task (`e.g. `y[o * D + c] = acc;` (sum) or
+`idx[o * D + c] = arg;` (argmax)`). A small model copies the first example it reads: on argmin_dim,
+whose output is `idx`, Qwen2.5-Coder-1.5B wrote `y[o * D + c] = acc;` and the kernel did not compile
+(issue 15's runs). So the port prompt shows only the examples whose every name exists where the slot
+is: a parameter of the task, an argument of the slot's signature, a name the example declares itself,
+a member after `.`, a function called, or a C keyword or constant. When none is left, the contract
+goes without examples.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable, Mapping
+
+from ..skeletons.ranking import words_of
+
+_IDENTIFIER = re.compile(r"(?<![\w.>])([A-Za-z_]\w*)(?!\w)(\s*\()?")
+_DECLARED = re.compile(r"\b(?:float|int|unsigned|long long|long|double|auto|bool)\s*[*&]?\s*([A-Za-z_]\w*)\s*=")
+_CODE = re.compile(r"`([^`]*)`")
+_OPENING = re.compile(r"(?:^|(?<=[\s(]))e\.g\.\s+")
+WORDS = frozenset({
+    "return", "const", "float", "int", "unsigned", "long", "double", "auto", "bool", "void", "if", "else",
+    "for", "while", "true", "false", "INFINITY", "NAN", "PARAMS", "State", "__half", "half",
+})
+
+
+def names_used(code: str) -> set[str]:
+    """The names an example's code refers to that must exist around it: not functions it calls, not
+    members after `.` or `->`, not names it declares, not C keywords and constants."""
+    declared = set(_DECLARED.findall(code))
+    return {m.group(1) for m in _IDENTIFIER.finditer(code)
+            if m.group(2) is None and m.group(1) not in WORDS and m.group(1) not in declared}
+
+
+def in_scope_examples(contract: str, names: Iterable[str], renames: Mapping[str, str] | None = None,
+                      task_words: Collection[str] = ()) -> str:
+    """`contract` with only the examples (after its `e.g.`) whose code uses the given names (the task's
+    parameters and the slot's arguments) or the names of the contract's own signature. When none is
+    in scope as written, the examples are tried with `renames` (the skeleton's stand-in names, such as
+    its `y` or `D`, to the task's) and those then in scope are kept; none left: no examples. Of those
+    kept, when some are labelled with words of the task (`task_words`, `ranking.words_of` of its name,
+    description and reference: `(min, argmin)` for argmin_dim), only the ones sharing the most stay."""
+    opening = _OPENING.search(contract)
+    if opening is None:
+        return contract
+    head, tail = contract[:opening.start()], contract[opening.end():]
+    signature = _CODE.match(contract)
+    allowed = set(names) | (names_used(signature.group(1)) if signature else set())
+    items = _items(tail)
+
+    def fits(item: str) -> bool:
+        return all(names_used(code) <= allowed for code in _CODE.findall(item))
+
+    kept = [(sep, item) for sep, item in items if fits(item)]
+    if not kept and renames:
+        kept = [(sep, renamed) for sep, item in items if fits(renamed := _renamed(item, renames))]
+    if not kept:
+        return head.rstrip(" ,;:(").rstrip(" ,;:") or contract
+    kept = _most_telling(kept, set(task_words))
+    if kept == items:
+        return contract
+    first = kept[0][1].removeprefix("or ")
+    return head + "e.g. " + first + "".join(sep + item for sep, item in kept[1:])
+
+
+def _most_telling(items: list[tuple[str, str]], task_words: set[str]) -> list[tuple[str, str]]:
+    """The examples whose label (a short parenthesis after the code naming what it is for: `(min,
+    argmin)`) shares the most words with the task's; all of them when no label shares any."""
+    shared = [len(words_of(m.group(1)) & task_words) if (m := _LABEL.search(item)) else 0 for _, item in items]
+    best = max(shared)
+    return [item for item, n in zip(items, shared) if n == best] if best else items
+
+
+_LABEL = re.compile(r"`\s*\(((?:[\w-]+,?\s*){1,4})\)\s*$")
+
+
+def _renamed(item: str, renames: Mapping[str, str]) -> str:
+    """An example with its code's stand-in names replaced (`y[o * D + c]` to `out[o * (H * W) + c]`)."""
+    def name(m: re.Match[str]) -> str:
+        return m.group(0) if m.group(2) else renames.get(m.group(1), m.group(1))
+    return _CODE.sub(lambda code: "`" + _IDENTIFIER.sub(name, code.group(1)) + "`", item)
+
+
+def stand_ins(contracts: Mapping[str, str], given: Mapping[str, str], params: Iterable[str],
+              outputs: Iterable[str]) -> dict[str, str]:
+    """The skeleton's stand-in names and the task's for them: a slot's lone example name (`e.g. `D``)
+    to the fill kagent gives that slot for the task (`H * W`), and, for a task with one output, the
+    buffers the examples store to (`y`, `idx`) to that output. `contracts`: slot name to contract."""
+    renames: dict[str, str] = {}
+    for slot, contract in contracts.items():
+        opening = _OPENING.search(contract)
+        first = _CODE.search(contract, opening.end()) if opening else None
+        fill = given.get(slot, "").strip()
+        if first and first.group(1).isidentifier() and fill and fill != first.group(1):
+            renames[first.group(1)] = fill if fill.isidentifier() else f"({fill})"
+    known, written = set(params), list(outputs)
+    if len(written) == 1:
+        for contract in contracts.values():
+            for code in _CODE.findall(contract):
+                for name in sorted(written_buffers(code) - known):
+                    renames.setdefault(name, written[0])
+    return renames
+
+
+def written_buffers(code: str) -> set[str]:
+    """Names an example's code stores to (`y[i] = ...`, `atomicAdd(loss, ...)`)."""
+    return set(_STORE.findall(code)) | set(_ATOMIC.findall(code))
+
+
+_STORE = re.compile(r"(?<![\w.>])([A-Za-z_]\w*)\s*\[[^\]]*\]\s*[-+*/]?=(?!=)")
+_ATOMIC = re.compile(r"\batomic\w+\(\s*&?\s*([A-Za-z_]\w*)")
+_SEPARATOR = re.compile(r", (?=or |`)| or (?=`)")
+
+
+def _items(tail: str) -> list[tuple[str, str]]:
+    """The examples of a contract's tail, each with the separator before it: split at `, ` or ` or `
+    before the next example's code (or its `or`), outside code and parentheses."""
+    items: list[tuple[str, str]] = []
+    depth, in_code, start, sep = 0, False, 0, ""
+    for i, ch in enumerate(tail):
+        if ch == "`":
+            in_code = not in_code
+        elif not in_code and ch in "()":
+            depth = depth + 1 if ch == "(" else max(depth - 1, 0)
+        elif not in_code and depth == 0 and i >= start and (cut := _SEPARATOR.match(tail, i)):
+            items.append((sep, tail[start:i]))
+            sep, start = cut.group(0), cut.end()
+    items.append((sep, tail[start:]))
+    return [(s, item) for s, item in items if item.strip()]

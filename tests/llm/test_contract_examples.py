@@ -1,0 +1,91 @@
+"""A slot contract's examples, kept to the names the task has (`kernel_agent/llm/contract_examples.py`)."""
+
+from pathlib import Path
+
+from kernel_agent.llm.contract_examples import in_scope_examples, names_used, stand_ins, written_buffers
+from kernel_agent.llm.porting import skeleton_view
+from kernel_agent.skeletons import library
+from kernel_agent.task import load_task
+
+ROOT = Path(__file__).resolve().parents[2]
+FINALIZE = ("`void finalize(PARAMS, long long o, long long c, float acc, long long arg)`: write output (o, c), "
+            "e.g. `y[o * D + c] = acc;` (sum) or `idx[o * D + c] = arg;` (argmax)")
+
+
+def test_names_used_leaves_out_calls_members_declarations_and_keywords():
+    assert names_used("const float v = x[i]; return v > 0.f ? v : 0.01f * v;") == {"x", "i"}
+    assert names_used("s.sum += expf(o.m - m); p->q = 1.f;") == {"s", "o", "m", "p"}
+    assert names_used("return INFINITY;") == set()
+
+
+def test_written_buffers():
+    assert written_buffers("y[o * D + c] = acc;") == {"y"}
+    assert written_buffers("atomicAdd(loss, s.sum / batch);") == {"loss"}
+    assert written_buffers("return y[i] == 0.f;") == set()
+
+
+def test_an_example_in_foreign_names_is_left_out_and_the_one_in_the_tasks_names_kept():
+    argmin = in_scope_examples(FINALIZE, ["x", "idx", "B", "N", "D"])
+    assert argmin.endswith("e.g. `idx[o * D + c] = arg;` (argmax)")
+    assert "y[" not in argmin
+    mean = in_scope_examples(FINALIZE, ["x", "y", "B", "N", "D"])
+    assert mean.endswith("e.g. `y[o * D + c] = acc;` (sum)")
+
+
+def test_all_examples_in_scope_leave_the_contract_as_it_is():
+    contract = ("`float combine(PARAMS, float acc, float v)`: e.g. `return acc + v;` (sum), "
+                "`return fminf(acc, v);` (min)")
+    assert in_scope_examples(contract, []) == contract
+
+
+def test_no_example_in_scope_renamed_or_dropped():
+    renames = {"y": "out", "idx": "out", "D": "(H * W)"}
+    renamed = in_scope_examples(FINALIZE, ["x", "out", "B", "N", "H", "W"], renames)
+    assert renamed.endswith("e.g. `out[o * (H * W) + c] = acc;` (sum) "
+                            "or `out[o * (H * W) + c] = arg;` (argmax)"), renamed
+    dropped = in_scope_examples(FINALIZE, ["x", "out", "B", "N", "H", "W"])
+    assert dropped.endswith("write output (o, c)"), dropped
+    contract = "the length of the reduced axis, e.g. `N`"
+    assert in_scope_examples(contract, ["rows", "cols"]) == "the length of the reduced axis"
+
+
+def test_examples_with_prose_and_parentheses_are_split_whole():
+    contract = ("`float accumulate(PARAMS, float acc, float v, int c, int k)`: return acc, e.g. "
+                "`return fmaxf(acc, v);`, or for depthwise weights w (C, 3) `return acc + w[c * 3 + k] * v;`")
+    assert in_scope_examples(contract, ["x", "y"]).endswith("e.g. `return fmaxf(acc, v);`")
+    assert in_scope_examples(contract, ["x", "y", "w"]) == contract
+
+
+def test_stand_ins_map_a_slots_lone_example_to_kagents_fill_and_stores_to_the_one_output():
+    contracts = {"INNER": "the dims after, e.g. `D`", "R": "the reduced axis, e.g. `N`", "FINALIZE": FINALIZE}
+    renames = stand_ins(contracts, {"INNER": "H * W", "R": "N"}, ["x", "out", "N", "H", "W"], ["out"])
+    assert renames == {"D": "(H * W)", "y": "out", "idx": "out"}
+    assert "y" not in stand_ins(contracts, {}, ["x", "a", "b"], ["a", "b"])  # two outputs: which one is not known
+
+
+def test_the_argmin_port_prompt_shows_the_example_that_writes_idx_only():
+    task = load_task(ROOT / "tasks" / "naive" / "argmin_dim.yaml")
+    view = skeleton_view(library()["axis_reduce"], task)
+    finalize = next(s for s in view["slots"] if s["name"] == "FINALIZE")["contract"]
+    assert "`idx[o * D + c] = arg;`" in finalize and "y[" not in finalize
+
+
+def test_examples_labelled_with_the_tasks_words_are_the_ones_kept():
+    contract = ("`float`: the start value, e.g. `0.f` (sum, mean), `INFINITY` (min, argmin), "
+                "`-INFINITY` (max, argmax)")
+    assert in_scope_examples(contract, [], task_words={"argmin", "dim"}).endswith("e.g. `INFINITY` (min, argmin)")
+    assert in_scope_examples(contract, [], task_words={"mean"}).endswith("e.g. `0.f` (sum, mean)")
+    assert in_scope_examples(contract, [], task_words={"prod"}) == contract  # no label shares a word: all stay
+
+
+def test_a_long_parenthesis_is_not_a_label():
+    contract = ("`float finalize(PARAMS, float acc, int count, int c)`: e.g. `return acc;`, or for a window of 4 "
+                "averaged `return acc / 4.f;` (`return acc / count;` to leave the padding out)")
+    assert in_scope_examples(contract, [], task_words={"window", "padding", "leave"}) == contract
+
+
+def test_the_mean_port_prompt_shows_the_mean_examples():
+    task = load_task(ROOT / "tasks" / "naive" / "mean_dim.yaml")
+    view = {s["name"]: s["contract"] for s in skeleton_view(library()["axis_reduce"], task)["slots"]}
+    assert view["IDENTITY"].endswith("e.g. `0.f` (sum, mean)")
+    assert view["FINALIZE"].endswith("e.g. `y[o * D + c] = acc / N;` (mean)")

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# On a GPU machine: measure every optimize run under RESULTS (kagent measure), check the emulator's
+# verdicts on the GPU (agreement.py), then tally (tally.py). From the repository root:
+#   tests/data/llm/emulated_loop/measure_runs.sh RESULTS AGREEMENT.jsonl ANSWERS.jsonl
+set -uo pipefail
+results=$1; agreement=$2; answers=$3
+here=tests/data/llm/emulated_loop
+for run in "$results"/*/*/; do
+  python3 -m kernel_agent measure "$run" --budget-ms 50 2>&1 | tail -4
+done
+python3 "$here/agreement.py" "$agreement" "$results"/*/*/ 2>&1 | tail -40
+python3 "$here/tally.py" "$results" "$answers"

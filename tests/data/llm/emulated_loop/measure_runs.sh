@@ -5,8 +5,10 @@
 set -uo pipefail
 results=$1; agreement=$2; answers=$3
 here=tests/data/llm/emulated_loop
-for run in "$results"/*/*/; do
+runs=()
+for f in "$results"/*/*/run.json; do runs+=("$(dirname "$f")"); done  # run folders only (not policies/)
+for run in "${runs[@]}"; do
   python3 -m kernel_agent measure "$run" --budget-ms 50 2>&1 | tail -4
 done
-python3 "$here/agreement.py" "$agreement" "$results"/*/*/ 2>&1 | tail -40
+python3 "$here/agreement.py" "$agreement" "${runs[@]}" 2>&1 | tail -40
 python3 "$here/tally.py" "$results" "$answers"

@@ -22,6 +22,7 @@ _IDENTIFIER = re.compile(r"(?<![\w.>])([A-Za-z_]\w*)(?!\w)(\s*\()?")
 _DECLARED = re.compile(r"\b(?:float|int|unsigned|long long|long|double|auto|bool)\s*[*&]?\s*([A-Za-z_]\w*)\s*=")
 _CODE = re.compile(r"`([^`]*)`")
 _OPENING = re.compile(r"(?:^|(?<=[\s(]))e\.g\.\s+")
+_EXAMPLES_TAIL = re.compile(r"[,;]?\s*(?:\(\s*)?e\.g\.\s*`.*$")
 _SEPARATOR = re.compile(r", (?=or |`)| or (?=`)")  # between two examples
 _ATOMIC = re.compile(r"\batomic\w+\(\s*&?\s*([A-Za-z_]\w*)")
 _STORE = re.compile(r"(?<![\w.>])([A-Za-z_]\w*)\s*\[[^\]]*\]\s*[-+*/]?=(?!=)")
@@ -38,6 +39,11 @@ def names_used(code: str) -> set[str]:
     declared = set(_DECLARED.findall(code))
     return {m.group(1) for m in _IDENTIFIER.finditer(code)
             if m.group(2) is None and m.group(1) not in WORDS and m.group(1) not in declared}
+
+
+def without_examples(contract: str) -> str:
+    """A contract without its closing `e.g. ...` examples (a small model pastes them as its fill)."""
+    return _EXAMPLES_TAIL.sub("", contract).rstrip(" ,;:") or contract
 
 
 def in_scope_examples(contract: str, names: Iterable[str], renames: Mapping[str, str] | None = None,
@@ -63,7 +69,7 @@ def in_scope_examples(contract: str, names: Iterable[str], renames: Mapping[str,
     if not kept and renames:
         kept = [(sep, renamed) for sep, item in items if fits(renamed := _renamed(item, renames))]
     if not kept:
-        return head.rstrip(" ,;:(").rstrip(" ,;:") or contract
+        return without_examples(contract)
     kept = _most_telling(kept, set(task_words))
     if kept == items:
         return contract

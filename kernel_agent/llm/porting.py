@@ -39,7 +39,7 @@ from ..skeletons.winners import read_winner
 from ..task import Task
 from .answers import ParsedAnswer
 from .context import launch_evidence
-from .contract_examples import in_scope_examples, stand_ins
+from .contract_examples import in_scope_examples, stand_ins, without_examples
 from .grammar import slots_grammar
 from .prompts import task_context
 
@@ -61,14 +61,6 @@ class Port:
     skeleton: Skeleton
     fills: dict[str, str]
     instance: Instance
-
-
-_EXAMPLES_TAIL = re.compile(r"[,;]?\s*(?:\(\s*)?e\.g\.\s*`.*$")
-
-
-def without_examples(contract: str) -> str:
-    """A contract without its closing `e.g. ...` examples (a small model pastes them as its fill)."""
-    return _EXAMPLES_TAIL.sub("", contract).rstrip(" ,;:") or contract
 
 
 def skeleton_view(skeleton: Skeleton, task: Task, shown: frozenset[str] = frozenset()) -> dict:

@@ -226,7 +226,7 @@ def repair_view(port: Port, failed: Attempt, task: Task) -> dict:
     o = failed.outcome
     asked = plan(port.skeleton, task).asked
     view: dict = {"status": o.status.value, "message": o.message, "log": "", "mismatch": None, "launch": None,
-                  "slots_to_fix": [], "undefined": [], "scope": {}}
+                  "slots_to_fix": [], "undefined": [], "scope": {}, "passed": []}
     if o.status.value == "compile_error":
         view["log"] = o.log or o.message
         view["slots_to_fix"] = [name for name in failing_slots(port, o) if name in asked]
@@ -240,6 +240,7 @@ def repair_view(port: Port, failed: Attempt, task: Task) -> dict:
         view["launch"] = {"size": size, "directives": directives, "limit": limit}
     elif o.mismatch is not None:
         view["mismatch"] = o.mismatch.model_dump()
+        view["passed"] = o.sizes_checked
     return view
 
 

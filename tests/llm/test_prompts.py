@@ -280,6 +280,18 @@ def test_wrong_result_lists_the_first_wrong_elements_and_the_sizes_that_passed(c
     assert "first wrong index" not in text and "- sizes that passed: rows=1, cols=1" in text
 
 
+def test_a_port_repair_shows_a_wrong_result_as_the_kernel_repair_does(contexts):
+    mismatch = contexts["repair_wrong_result"]["mismatch"].model_copy(update={"first_bad": [
+        BadValue(index=[2, 32], expected=0.25, got=float("nan")), BadValue(index=[2, 33], expected=-1.5, got=0.0)]})
+    failure = dict(contexts["repair_port"]["failure"], status="wrong_result", message="wrong y at rows=3, cols=33",
+                   log="", slots_to_fix=[], undefined=[], scope={}, mismatch=mismatch.model_dump(),
+                   passed=["rows=1, cols=1"])
+    text = render("repair_port", **dict(contexts["repair_port"], failure=failure))
+    assert "- the first wrong elements (index: expected, got): [2, 32]: 0.25, nan; [2, 33]: -1.5, 0" in text
+    assert "- sizes that passed: rows=1, cols=1" in text and "- output: y" in text
+    assert "Compare each slot with the NumPy reference" in text and "a corrected block for each slot" in text
+
+
 def test_a_repair_prompt_in_explain_mode_asks_for_the_cause_in_words_only(contexts):
     for kind in REPAIRS[:-1]:
         text = render(f"repair_{kind}", **dict(contexts[f"repair_{kind}"], explain=True))

@@ -6,7 +6,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,7 @@ class CompileResult:
     arch: str = ""
     compiler: str = ""
     limit: str = ""  # the limit that stopped it ("time", "memory", "source_size", "crash"): never cached
+    filename: str = ""  # the file name the log's lines refer to (`NAME(LINE): error ...`)
 
     @property
     def message(self) -> str:
@@ -124,11 +125,13 @@ def compile_many(jobs: Sequence[CompileJob | Mapping[str, Any]], processes: int 
     """Compile several kernels at once in the shared worker pool (up to `processes` at a time, default
     one per CPU); results in the order of `jobs`. A job is a CompileJob or a dict of its fields."""
     limits = limits or CompileLimits.from_env()
-    prepared = [_prepare(job if isinstance(job, CompileJob) else CompileJob(**job), limits) for job in jobs]
+    jobs = [job if isinstance(job, CompileJob) else CompileJob(**job) for job in jobs]
+    prepared = [_prepare(job, limits) for job in jobs]
+    names = [_safe_filename(job.filename) for job in jobs]
     todo = {p.key: p for p in prepared if isinstance(p, _Pending)}  # the same kernel twice compiles once
     replies = shared_pool().run([p.job for p in todo.values()], limits, processes) if todo else []
     done = {key: _finish(p, reply) for (key, p), reply in zip(todo.items(), replies)}
-    return [done[p.key] if isinstance(p, _Pending) else p for p in prepared]
+    return [_named(done[p.key] if isinstance(p, _Pending) else p, name) for p, name in zip(prepared, names)]
 
 
 def key_of(job: CompileJob, limits: CompileLimits | None = None) -> str:
@@ -157,7 +160,7 @@ def _prepare(job: CompileJob, limits: CompileLimits) -> CompileResult | _Pending
     if message := check_flags(flags):
         failed.log = message
         return failed
-    filename = re.sub(r"[^\w.+-]", "_", job.filename) or "kernel.cu"  # it goes inside a #line directive
+    filename = _safe_filename(job.filename)
     defines = "\n".join(f"#define {k} {v}" for k, v in knobs.items())
     headers = screen(job.source, filename, job.include_roots, include_dirs(), limits.max_source_bytes, defines)
     if isinstance(headers, Refusal):
@@ -173,11 +176,25 @@ def _prepare(job: CompileJob, limits: CompileLimits) -> CompileResult | _Pending
                                         tuple(entries), limits.memory_bytes))
 
 
+def _safe_filename(name: str) -> str:
+    return re.sub(r"[^\w.+-]", "_", name) or "kernel.cu"  # it goes inside a #line directive
+
+
+def _named(result: CompileResult, filename: str) -> CompileResult:
+    """The result as the file `filename` gets it: a cached (or shared) result of the same source compiled
+    under another name has its log's `NAME(LINE):` locations renamed."""
+    if not result.filename or result.filename == filename:
+        return result
+    old = re.escape(result.filename)
+    log = re.sub(rf'(?m)^{old}(?=\(\d+\))|(?<=compilation of "){old}(?=")', lambda _m: filename, result.log)
+    return replace(result, log=log, filename=filename)
+
+
 def _finish(pending: _Pending, reply: NvrtcReply) -> CompileResult:
     """The result of a worker's reply, its log explained and redacted, stored unless a limit stopped it."""
     log = redact(trim_log(explain_log(reply.log, pending.arch)))
     result = CompileResult(ok=reply.ok, key=pending.key, log=log, lowered_names=reply.lowered, arch=pending.arch,
-                           compiler=nvrtc_version(), limit=reply.limit)
+                           compiler=nvrtc_version(), limit=reply.limit, filename=pending.job.filename)
     if reply.ok and reply.cubin is not None:
         result.resources = merged_resources(reply.log, reply.lowered, reply.cubin)
         result.cubin_path = compile_cache.store_cubin(pending.key, reply.cubin)

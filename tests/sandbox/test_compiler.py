@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from sandbox import compile_source
+from sandbox.compiler import CompileJob, compile_many
 from sandbox.resources import parse_resources
 
 SMEM_KERNEL = """extern "C" __global__ void k(float* a, int n) {
@@ -79,6 +80,17 @@ def test_failed_compiles_are_cached_too():
     broken = "extern \"C\" __global__ void k() { oops; }"
     assert not compile_source(broken, ["k"], arch="sm_90").cache_hit
     assert compile_source(broken, ["k"], arch="sm_90").cache_hit
+
+
+def test_the_same_source_under_another_name_gets_a_log_that_names_it():
+    broken = "extern \"C\" __global__ void k() { renamed_oops; }"
+    first = compile_source(broken, ["k"], arch="sm_90", filename="llm1.cu")
+    cached = compile_source(broken, ["k"], arch="sm_90", filename="llm3.cu")
+    assert cached.cache_hit and cached.key == first.key
+    assert "llm1.cu(1): error" in first.log and "llm3.cu(1): error" in cached.log and "llm1.cu" not in cached.log
+    together = compile_many([CompileJob("extern \"C\" __global__ void k() { both_oops; }", ["k"], filename=name)
+                             for name in ("a.cu", "b.cu")])
+    assert [r.log.splitlines()[0].split("(")[0] for r in together] == ["a.cu", "b.cu"]
 
 
 def test_disallowed_flag_is_refused():

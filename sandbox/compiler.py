@@ -125,9 +125,9 @@ def compile_many(jobs: Sequence[CompileJob | Mapping[str, Any]], processes: int 
     """Compile several kernels at once in the shared worker pool (up to `processes` at a time, default
     one per CPU); results in the order of `jobs`. A job is a CompileJob or a dict of its fields."""
     limits = limits or CompileLimits.from_env()
-    jobs = [job if isinstance(job, CompileJob) else CompileJob(**job) for job in jobs]
-    prepared = [_prepare(job, limits) for job in jobs]
-    names = [_safe_filename(job.filename) for job in jobs]
+    given = [job if isinstance(job, CompileJob) else CompileJob(**job) for job in jobs]
+    prepared = [_prepare(job, limits) for job in given]
+    names = [_safe_filename(job.filename) for job in given]
     todo = {p.key: p for p in prepared if isinstance(p, _Pending)}  # the same kernel twice compiles once
     replies = shared_pool().run([p.job for p in todo.values()], limits, processes) if todo else []
     done = {key: _finish(p, reply) for (key, p), reply in zip(todo.items(), replies)}

@@ -23,8 +23,7 @@ _ENTRY = re.compile(r"^\s*//\s*@kagent\s+entry\s*:", re.MULTILINE)
 NO_CODE = ("no code found: send the whole kernel file in one ```cuda block or SEARCH/REPLACE edits "
            "against the parent kernel")
 CUT_OFF_FENCE = ("the answer was cut off: a ``` code block was opened and never closed (the answer is too "
-                 "long). Send a shorter answer: SEARCH/REPLACE edits for only the lines that change, not "
-                 "the whole file.")
+                 "long). Send a shorter answer: only what changes, not the whole file.")
 
 
 UNCLOSED_FENCE = ("the ``` code block was never closed and the kernel in it is incomplete (its braces do not "

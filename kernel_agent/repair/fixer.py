@@ -82,8 +82,11 @@ class Fixer:
             if not problem:
                 return fix
             again = render("repair_unparsed.j2", feedback=problem, small=self.small, short=whole_file)
-            if problem.startswith("no new answer"):
-                hotter += 1
+            resent = problem.startswith("no new answer")
+            hotter += resent
+            if resent or c.finish_reason == "length":
+                # asked afresh: a cut-off answer sent back with the prompt outgrew a small model's context
+                # (8k tokens: a 6k-token prompt for an expert kernel and its 2k-token cut-off answer)
                 messages = [messages[0], {"role": "user", "content": f"{prompt}\n\n{again}"}]
             else:
                 messages = [*messages, {"role": "assistant", "content": text}, {"role": "user", "content": again}]

@@ -78,7 +78,8 @@ def test_truncated_fence():
     parsed = parse_answer(f"Here it is:\n```cuda\n{cut}", PARENT, finished=False)
     assert parsed.source is None
     assert "cut off" in parsed.feedback and "shorter answer" in parsed.feedback
-    assert "SEARCH/REPLACE" in parsed.feedback
+    # how to answer shorter (edits, or only the changed functions) is the follow-up prompt's, by the model's mode
+    assert "only what changes" in parsed.feedback and "SEARCH/REPLACE" not in parsed.feedback
     # the same answer from a model that stopped by itself: not "too long", but incomplete
     parsed = parse_answer(f"Here it is:\n```cuda\n{cut}", PARENT, finished=True)
     assert parsed.source is None and "cut off" not in parsed.feedback and "never closed" in parsed.feedback

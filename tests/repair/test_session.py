@@ -21,7 +21,7 @@ from kernel_agent.repair.fixer import HOW_TO_CONFIGURE, Fixer
 from kernel_agent.repair.session import RepairSession, SessionError
 from kernel_agent.task import load_task
 from sandbox import Outcome, Status, emulator_unavailable
-from tests.llm.fake_server import FakeOpenAI, answer
+from tests.llm.fake_server import FakeOpenAI, answer, truncated
 from tests.repair.repl_driver import RECORDED, entry, fix_answer, fixed_source
 
 WRONG = "layernorm__unbiased_variance"  # its broken and fixed versions' H200 outcomes are in RECORDED
@@ -174,6 +174,18 @@ def test_rounds_are_counted_across_a_resume_and_an_unusable_answer_is_asked_agai
         second = auto_repair(again, checker(again, e), Fixer(again, client(server.base_url), small=True), rounds=2)
     assert (second.ending, second.rounds) == ("pending", 2)
     assert [r["version"] for r in rows(again, "round")] == [1, 2]
+
+
+def test_a_cut_off_answer_is_not_sent_back_and_the_re_ask_says_how_to_answer_shorter(tmp_path):
+    e, s = start(tmp_path, BROKEN_BUILD)
+    with FakeOpenAI([truncated("```cuda\n" + e.kernel[: len(e.kernel) // 2]), answer(fix_answer(e))]) as server:
+        result = auto_repair(s, checker(s, e), Fixer(s, client(server.base_url), small=True), rounds=1)
+    assert result.ending == "pending"
+    first, second = rows(s, "call")
+    assert first["feedback"].startswith("the answer was cut off") and "SEARCH/REPLACE" not in first["feedback"]
+    assert [m["role"] for m in second["messages"]] == ["system", "user"]
+    assert second["messages"][1]["content"].startswith(first["messages"][1]["content"])
+    assert "could not be used" in second["messages"][1]["content"]
 
 
 def test_without_a_model_auto_says_how_to_configure_one(tmp_path):

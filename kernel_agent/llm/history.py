@@ -93,6 +93,17 @@ def temperature(hotter: int) -> float | None:
     return REPEAT_TEMPERATURES[min(hotter, len(REPEAT_TEMPERATURES)) - 1] if hotter else None
 
 
+def reask(messages: list[dict[str, str]], prompt: str, answer: str, again: str, afresh: bool) -> list[dict[str, str]]:
+    """The messages of the next ask after an answer that could not be used. `afresh`: the prompt again with
+    the feedback `again` and the answer out of view; for no new answer (an answer in view is copied, not
+    changed) and for a cut-off answer (sent back with a long prompt, it outgrew a small model's 8k-token
+    context: a 6k-token prompt for an expert kernel and a 2k-token cut-off answer). Otherwise the answer
+    stays in view, since its form is what needs fixing."""
+    if afresh:
+        return [messages[0], {"role": "user", "content": f"{prompt}\n\n{again}"}]
+    return [*messages, {"role": "assistant", "content": answer}, {"role": "user", "content": again}]
+
+
 def _digest(messages: list[dict]) -> str:
     return hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
 

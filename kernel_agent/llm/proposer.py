@@ -35,7 +35,7 @@ from .context import Extras, parent_view, prompt_context, repair_context
 from .examples import Example, family_example, teaching_example
 from .failures import LLMError
 from .grammar import KERNEL_GRAMMAR
-from .history import WORD_FOR_WORD, Answered, History, same_as
+from .history import WORD_FOR_WORD, Answered, History, reask, same_as
 from .history import temperature as history_temperature
 from .porting import Port, answer_grammar, fills_reader, port_prompt_context, repair_view, skeleton_view
 from .prompts import render, task_context
@@ -214,11 +214,10 @@ class LLMProposer:
                 self.origins[label] = Origin(role, round_, self.calls, parent, port)
                 return Proposal(self.space.default(label), parent=parent, note=f"LLM {role}, round {round_}")
             again = render("repair_unparsed.j2", feedback=problem, small=self.small, short=short)
-            if problem.startswith("no new answer"):  # asked afresh: an answer in view is copied, not changed
+            resent = problem.startswith("no new answer")
+            if resent:
                 hotter += 1
-                messages = [messages[0], {"role": "user", "content": f"{prompt}\n\n{again}"}]
-            else:  # the answer stays in view: its format is what needs fixing
-                messages = [*messages, {"role": "assistant", "content": text}, {"role": "user", "content": again}]
+            messages = reask(messages, prompt, text, again, afresh=resent or completion["finish_reason"] == "length")
         return None
 
     def _complete(self, messages: list[dict], who: str, ask: int, temperature: float | None,

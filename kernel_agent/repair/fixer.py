@@ -15,7 +15,7 @@ from ..llm.client import LLMClient
 from ..llm.context import SHORT_FILE_LINES, failure_context
 from ..llm.failures import LLMError
 from ..llm.grammar import KERNEL_GRAMMAR
-from ..llm.history import temperature
+from ..llm.history import reask, temperature
 from ..llm.prompts import render, task_context
 from ..seams import Completion
 from .session import RepairSession
@@ -83,13 +83,9 @@ class Fixer:
                 return fix
             again = render("repair_unparsed.j2", feedback=problem, small=self.small, short=whole_file)
             resent = problem.startswith("no new answer")
-            hotter += resent
-            if resent or c.finish_reason == "length":
-                # asked afresh: a cut-off answer sent back with the prompt outgrew a small model's context
-                # (8k tokens: a 6k-token prompt for an expert kernel and its 2k-token cut-off answer)
-                messages = [messages[0], {"role": "user", "content": f"{prompt}\n\n{again}"}]
-            else:
-                messages = [*messages, {"role": "assistant", "content": text}, {"role": "user", "content": again}]
+            if resent:
+                hotter += 1
+            messages = reask(messages, prompt, text, again, afresh=resent or c.finish_reason == "length")
         return fix
 
     def explain(self, outcome: Outcome) -> str:

@@ -15,7 +15,7 @@ from kernel_agent.optimize.space import Space
 from kernel_agent.seams import Plan, SearchState
 from kernel_agent.task import load_task
 from sandbox.redact import MASK
-from tests.llm.fake_server import FakeOpenAI, answer, drip
+from tests.llm.fake_server import FakeOpenAI, answer, drip, truncated
 from tests.paths import LAYERNORM, ROOT
 
 ROWBLOCK = (ROOT / "tasks" / "level1" / "layernorm" / "rowblock.cu").read_text()
@@ -75,3 +75,18 @@ def test_trajectory_rows_and_prompts_hold_no_secret(tmp_path):
     re_ask = server.requests[1]["messages"]  # the model's own first answer goes back to it, redacted
     assert re_ask[-2] == {"role": "assistant", "content": f"I cannot use the key {MASK} here."}
     assert key not in json.dumps(server.requests)
+
+
+def test_a_cut_off_answer_is_not_sent_back_with_the_re_ask(tmp_path):
+    """The re-ask after a cut-off answer is the prompt again with the feedback: sent back, a long answer
+    beside a long prompt outgrows a small model's context (the server refuses the call)."""
+    waits, notices = [], []
+    half = ROWBLOCK[: len(ROWBLOCK) // 2]
+    with FakeOpenAI([truncated(f"```cuda\n{half}"), answer(f"```cuda\n{ROWBLOCK}```")]) as server:
+        client = LLMClient(LLMConfig(base_url=server.base_url, model="test-model", timeout_s=30, max_attempts=4))
+        proposal = ask_planner(proposer_for(client, tmp_path, waits, notices))
+        first, second = server.requests
+    assert proposal is not None and proposal.candidate.kernel == "llm1"
+    assert [m["role"] for m in second["messages"]] == ["system", "user"]
+    assert second["messages"][1]["content"].startswith(first["messages"][1]["content"])
+    assert "cut off" in second["messages"][1]["content"] and half not in second["messages"][1]["content"]

@@ -17,12 +17,13 @@ from .checks import Checker
 from .fixer import Fixer, NoModel
 from .session import RepairSession
 
-Ending = Literal["correct", "repaired", "failed", "pending", "no model"]
+Ending = Literal["correct", "repaired", "failed", "pending", "no model", "ask failed"]
 
 
 @dataclass
 class AutoResult:
-    ending: Ending  # correct from the start, repaired, out of rounds, waiting for a GPU, or no model to ask
+    ending: Ending  # correct from the start, repaired, out of rounds, waiting for a GPU, no model to ask, or the
+    # model's server refused or dropped the ask (a later run asks again)
     rounds: int  # fix rounds used (this session's, along the final version's ancestry)
     outcome: Outcome  # the final version's verdict
     detail: str = ""
@@ -66,8 +67,8 @@ def auto_repair(session: RepairSession, checker: Checker, fixer: Fixer, rounds: 
         say(f"round {used + 1}: asking the model for a fix of {outcome.status.value}")
         try:
             fix = fixer.fix(outcome, evidence=evidence, round_=used + 1, hotter=tries_here)
-        except NoModel as exc:  # it stopped answering
-            return AutoResult("no model", used, outcome, str(exc))
+        except NoModel as exc:  # it stopped answering, or refused the call (a prompt over its context, say)
+            return AutoResult("ask failed", used, outcome, str(exc))
         made = None
         if fix.source is not None:
             made = session.add(fix.source, "fix", f"round {used + 1} ({'evidence' if evidence else 'blind'})",

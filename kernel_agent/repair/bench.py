@@ -75,7 +75,8 @@ def run_entry(entry: Entry, out: Path, gpu: SharedGpu | None, client: LLMClient 
 
 def summary(results: list[EntryResult], rounds: int) -> list[dict]:
     """One row per failure class (the corpus's), then all: entries, repaired within 1, 2 and K rounds,
-    still pending, and tokens."""
+    still pending (waiting for a GPU's check, or for a model), asks the model's server failed (the next run
+    of the benchmark asks again), and tokens."""
     by_class: dict[str, list[EntryResult]] = defaultdict(list)
     for r in results:
         by_class[r.expect].append(r)
@@ -85,6 +86,7 @@ def summary(results: list[EntryResult], rounds: int) -> list[dict]:
         rows.append({"class": name, "entries": len(group), **counts,
                      "correct_from_start": sum(r.ending == "correct" for r in group),
                      "pending": sum(r.ending in ("pending", "no model") for r in group),
+                     "ask_failed": sum(r.ending == "ask failed" for r in group),
                      "tokens": sum(r.tokens for r in group)})
     return rows
 
@@ -96,10 +98,10 @@ def write_report(out: Path, results: list[EntryResult], rounds: int, evidence: b
     keys = [k for k in rows[0] if k.startswith("within_")] if rows else []
     lines = [f"# Repair benchmark: --auto {rounds}, {'with the evidence' if evidence else 'without the evidence'}",
              "", "| class | entries | " + " | ".join(f"repaired within {k[7:]}" for k in keys)
-             + " | pending | tokens |", "|" + " --- |" * (len(keys) + 4)]
+             + " | pending | ask failed | tokens |", "|" + " --- |" * (len(keys) + 5)]
     for row in rows:
         shares = " | ".join(f"{row[k]} ({row[k] / row['entries']:.0%})" if row["entries"] else "-" for k in keys)
-        lines.append(f"| {row['class']} | {row['entries']} | {shares} | {row['pending']} | {row['tokens']} |")
+        lines.append(f"| {row['class']} | {row['entries']} | {shares} | {row['pending']} | {row['ask_failed']} | {row['tokens']} |")
     lines += ["", "| entry | expected | first check | ending | rounds | final | tokens |",
               "| --- | --- | --- | --- | --- | --- | --- |"]
     lines += [f"| {r.name} | {r.expect} | {r.first} | {r.ending} | {r.rounds} | {r.final} | {r.tokens} |"

@@ -21,7 +21,7 @@ from kernel_agent.repair.fixer import HOW_TO_CONFIGURE, Fixer
 from kernel_agent.repair.session import RepairSession, SessionError
 from kernel_agent.task import load_task
 from sandbox import Outcome, Status, emulator_unavailable
-from tests.llm.fake_server import FakeOpenAI, answer, truncated
+from tests.llm.fake_server import FakeOpenAI, answer, status, truncated
 from tests.repair.repl_driver import RECORDED, entry, fix_answer, fixed_source
 
 WRONG = "layernorm__unbiased_variance"  # its broken and fixed versions' H200 outcomes are in RECORDED
@@ -222,8 +222,23 @@ def test_the_benchmark_reports_shares_per_class_and_continues_a_session_it_finds
     assert rows_["wrong_result"] == {**rows_["wrong_result"], "entries": 1, "within_1": 1, "within_3": 1}
     assert rows_["all"]["pending"] == 1 and rows_["all"]["tokens"] == 60
     report = write_report(out, results, 3, True).read_text()
-    assert "| wrong_result | 1 | 1 (100%) | 1 (100%) | 1 (100%) | 0 | 30 |" in report
+    assert "| wrong_result | 1 | 1 (100%) | 1 (100%) | 1 (100%) | 0 | 0 | 30 |" in report
     assert json.loads((out / "report.json").read_text())["entries"][0]["name"] == WRONG
+
+
+def test_an_ask_the_server_refuses_is_its_own_ending_and_the_next_run_asks_again(tmp_path):
+    """A local server refuses a prompt over its context with HTTP 400: that entry is not "no model" (none
+    configured) nor out of rounds; the bench counts it apart, and running it again asks again."""
+    out, build = tmp_path / "bench", entry(BROKEN_BUILD)
+    body = {"error": {"message": "Requested tokens (9000) exceed context window of 8192"}}
+    with FakeOpenAI([status(400, body=body)]) as server:
+        refused = run_entry(build, out, None, client(server.base_url), True, BenchOptions(rounds=2))
+    assert (refused.ending, refused.rounds) == ("ask failed", 0) and "8192" in refused.detail
+    row = {r["class"]: r for r in summary([refused], 2)}["all"]
+    assert (row["ask_failed"], row["pending"], row["within_2"]) == (1, 0, 0)
+    with FakeOpenAI([answer(fix_answer(build))]) as server:
+        again = run_entry(build, out, None, client(server.base_url), True, BenchOptions(rounds=2))
+    assert (again.ending, again.rounds) == ("pending", 1)
 
 
 def test_the_cli_repairs_with_auto_and_exits_0_only_with_a_correct_kernel(tmp_path):

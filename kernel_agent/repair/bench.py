@@ -101,7 +101,8 @@ def write_report(out: Path, results: list[EntryResult], rounds: int, evidence: b
              + " | pending | ask failed | tokens |", "|" + " --- |" * (len(keys) + 5)]
     for row in rows:
         shares = " | ".join(f"{row[k]} ({row[k] / row['entries']:.0%})" if row["entries"] else "-" for k in keys)
-        lines.append(f"| {row['class']} | {row['entries']} | {shares} | {row['pending']} | {row['ask_failed']} | {row['tokens']} |")
+        counts = f"{row['pending']} | {row['ask_failed']} | {row['tokens']}"
+        lines.append(f"| {row['class']} | {row['entries']} | {shares} | {counts} |")
     lines += ["", "| entry | expected | first check | ending | rounds | final | tokens |",
               "| --- | --- | --- | --- | --- | --- | --- |"]
     lines += [f"| {r.name} | {r.expect} | {r.first} | {r.ending} | {r.rounds} | {r.final} | {r.tokens} |"

@@ -186,10 +186,20 @@ class Task(Strict):
         file, _, name = self.reference.partition(":")
         try:
             text = (Path(self.root) / file).read_text()
-            node = next(n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef) and n.name == name)
-        except (OSError, SyntaxError, UnicodeDecodeError, StopIteration, ValueError):
+            return function_with_its_names(text, name)
+        except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
             return ""
-        return ast.get_source_segment(text, node) or ""
+
+    def reference_constants(self) -> dict[str, str]:
+        """The numbers the reference's module names (`KERNEL, PAD, DILATION = 8, 4, 3`): name to the
+        number as written; empty for an imported model or a reference that cannot be read."""
+        if self.model_source is not None:
+            return {}
+        file, _, _ = self.reference.partition(":")
+        try:
+            return numeric_constants((Path(self.root) / file).read_text())
+        except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+            return {}
 
     def c_parameters(self, restrict: bool = False) -> list[str]:
         """The kernel's C parameters in the task's order, e.g. `const float* x`, `float* y`, `int n`
@@ -365,4 +375,52 @@ def load_suite(paths: Sequence[str | Path]) -> list[tuple[Path, Task]]:
             if task.name not in names:
                 names.add(task.name)
                 found.append((file, task))
+    return found
+
+
+def function_with_its_names(text: str, name: str) -> str:
+    """The source of module `text`'s function `name`, after the module-level constants and helper
+    functions it uses (and those they use), in file order: `KERNEL, PAD, DILATION = 8, 4, 3` above a
+    reference that reads `KERNEL`, so that the reference a prompt shows is whole. Imports are left
+    out; "" when the module has no such function."""
+    module = ast.parse(text)
+    defines: dict[str, ast.stmt] = {}
+    for node in module.body:
+        if isinstance(node, ast.FunctionDef):
+            defines[node.name] = node
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for leaf in ast.walk(target):
+                    if isinstance(leaf, ast.Name):
+                        defines[leaf.id] = node
+    main = defines.get(name)
+    if not isinstance(main, ast.FunctionDef):
+        return ""
+    needed: list[ast.stmt] = []
+    todo: list[ast.stmt] = [main]
+    while todo:
+        node = todo.pop()
+        for leaf in ast.walk(node):
+            used = defines.get(leaf.id) if isinstance(leaf, ast.Name) and isinstance(leaf.ctx, ast.Load) else None
+            if used is not None and used is not main and all(used is not n for n in needed):
+                needed.append(used)
+                todo.append(used)
+    parts = [ast.get_source_segment(text, n) or "" for n in sorted(needed, key=lambda n: n.lineno)]
+    return "\n\n".join([*[p for p in parts if p], ast.get_source_segment(text, main) or ""])
+
+
+def numeric_constants(text: str) -> dict[str, str]:
+    """Module `text`'s top-level names bound to number literals (`K = 11`, `KERNEL, PAD = 8, 4`)."""
+    found: dict[str, str] = {}
+    for node in ast.parse(text).body:
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        target, value = node.targets[0], node.value
+        pairs = (zip(target.elts, value.elts) if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple)
+                 and len(target.elts) == len(value.elts) else [(target, value)])
+        for name, number in pairs:
+            if isinstance(name, ast.Name) and isinstance(number, ast.Constant) and \
+                    isinstance(number.value, (int, float)) and not isinstance(number.value, bool):
+                found[name.id] = repr(number.value)
     return found

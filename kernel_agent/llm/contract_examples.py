@@ -47,13 +47,15 @@ def without_examples(contract: str) -> str:
 
 
 def in_scope_examples(contract: str, names: Iterable[str], renames: Mapping[str, str] | None = None,
-                      task_words: Collection[str] = ()) -> str:
+                      task_words: Collection[str] = (), telling_only: bool = False) -> str:
     """`contract` with only the examples (after its `e.g.`) whose code uses the given names (the task's
     parameters and the slot's arguments) or the names of the contract's own signature. When none is
     in scope as written, the examples are tried with `renames` (the skeleton's stand-in names, such as
     its `y` or `D`, to the task's) and those then in scope are kept; none left: no examples. Of those
     kept, when some are labelled with words of the task (`task_words`, `ranking.words_of` of its name,
-    description and reference: `(min, argmin)` for argmin_dim), only the ones sharing the most stay."""
+    description and reference: `(min, argmin)` for argmin_dim), only the ones sharing the most stay.
+    `telling_only` (a slot a worked example of another task already fills): only examples so labelled
+    stay, none when no label shares a word with the task (the worked example shows the form)."""
     opening = _OPENING.search(contract)
     if opening is None:
         return contract
@@ -70,19 +72,23 @@ def in_scope_examples(contract: str, names: Iterable[str], renames: Mapping[str,
         kept = [(sep, renamed) for sep, item in items if fits(renamed := _renamed(item, renames))]
     if not kept:
         return without_examples(contract)
-    kept = _most_telling(kept, set(task_words))
+    kept = _most_telling(kept, set(task_words), telling_only)
+    if not kept:
+        return without_examples(contract)
     if kept == items:
         return contract
     first = kept[0][1].removeprefix("or ")
     return head + "e.g. " + first + "".join(sep + item for sep, item in kept[1:])
 
 
-def _most_telling(items: list[tuple[str, str]], task_words: set[str]) -> list[tuple[str, str]]:
+def _most_telling(items: list[tuple[str, str]], task_words: set[str],
+                  telling_only: bool = False) -> list[tuple[str, str]]:
     """The examples whose label (a short parenthesis after the code naming what it is for: `(min,
-    argmin)`) shares the most words with the task's; all of them when no label shares any."""
+    argmin)`) shares the most words with the task's; when no label shares any, all of them (none with
+    `telling_only`)."""
     shared = [len(words_of(m.group(1)) & task_words) if (m := _LABEL.search(item)) else 0 for _, item in items]
     best = max(shared)
-    return [item for item, n in zip(items, shared) if n == best] if best else items
+    return [item for item, n in zip(items, shared) if n == best] if best else [] if telling_only else items
 
 
 def _renamed(item: str, renames: Mapping[str, str]) -> str:

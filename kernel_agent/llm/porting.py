@@ -9,6 +9,8 @@ are filled by kagent and shown as given; the model is asked only for the others,
 The answer is one fenced block per asked slot; a repair (`prompts/repair_port.j2`) sends back the
 fills with the evidence of the failure, naming the slot a compiler error lies in and the names in
 scope there (its arguments and the task's parameters), and keeps the slots the model does not resend.
+Answers are read with the names a model borrows from the prompt made C: the reference's module
+constants (`with_numbers`) and the skeleton's dim slots (`with_dim_slots`).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from ..skeletons.winners import read_winner
 from ..task import Task
 from .answers import ParsedAnswer
 from .context import launch_evidence
-from .contract_examples import in_scope_examples, stand_ins, without_examples
+from .contract_examples import in_scope_examples, stand_ins
 from .grammar import slots_grammar
 from .prompts import task_context
 
@@ -66,9 +68,10 @@ class Port:
 def skeleton_view(skeleton: Skeleton, task: Task, shown: frozenset[str] = frozenset()) -> dict:
     """The skeleton as the model sees it: its pattern, when it fits, the slots kagent fills from the
     task's shapes (`given`, and `after`: written from the model's own fills), the unused optional
-    slots, and the contract of each slot the model is asked for; a slot the worked example `shown`
-    fills loses its contract's own examples (one example of the form, not two to copy), and the
-    others keep only the examples written in names the task has (`contract_examples.py`)."""
+    slots, and the contract of each slot the model is asked for, with only the examples written in
+    names the task has (`contract_examples.py`); a slot the worked example `shown` fills keeps only
+    those labelled with the task's own operation (`(average)` for avgpool2d under a maxpool2d
+    example: the worked example shows the form, not the math to copy)."""
     dims = ", ".join(task.dims)
     chosen = plan(skeleton, task)
     renames = stand_ins({s.name: s.contract for s in skeleton.slots}, {**chosen.given, **chosen.after},
@@ -78,8 +81,8 @@ def skeleton_view(skeleton: Skeleton, task: Task, shown: frozenset[str] = frozen
              if (s := skeleton.slot(name)) is not None]
     return {"name": skeleton.name, "summary": skeleton.summary, "fits": skeleton.fits,
             "slots": [{"name": s.name, "kind": KIND_WORDS[s.kind].format(dims=dims),
-                       "contract": without_examples(s.contract) if s.name in shown
-                       else in_scope_examples(s.contract, task.params, renames, telling),
+                       "contract": in_scope_examples(s.contract, task.params, renames, telling,
+                                                     telling_only=s.name in shown),
                        "optional": optional} for s, optional in slots],
             "required": [s.name for s, optional in slots if not optional],
             "given": chosen.given, "after": chosen.after, "unused": sorted(chosen.unused)}
@@ -139,16 +142,20 @@ def fills_reader(skeleton: Skeleton, task: Task, base: Mapping[str, str],
     asked = chosen.asked
     first = next((name for name in asked if name in skeleton.required), asked[0] if asked else skeleton.slots[0].name)
     own = {k: v for k, v in base.items() if k in asked}
+    constants = {k: v for k, v in task.reference_constants().items() if k not in task.params}
 
     def read(text: str, finished: bool) -> tuple[ParsedAnswer, Port | None]:
         given = {k: v for k, v in parse_fills(text, skeleton).values.items() if k in asked}
         if not given and len(asked) == 1 and (lone := _lone_block(text)) is not None:
             given = {asked[0]: lone}
-        given = {k: returning(skeleton, task, k, v) for k, v in given.items()}
+        given = {k: returning(skeleton, task, k, without_own_loops(
+            with_numbers(normalize_fills(skeleton, {k: v})[k], constants), slot_arguments(skeleton, k)))
+            for k, v in given.items()}
         if not given:
             return ParsedAnswer(None, "none", "no slot blocks found. " + FORMAT.format(first=first)), None
         fills = {**own, **given}
         fills.update(derive(skeleton, task, fills).fills)
+        fills = with_dim_slots(skeleton, task, fills)
         missing = [f"slot {name} is missing: this task's outputs are written there"
                    for name in sorted(chosen.needed) if not fills.get(name, "").strip()]
         if problems := missing + check_fills(skeleton, task, fills):
@@ -161,6 +168,71 @@ def fills_reader(skeleton: Skeleton, task: Task, base: Mapping[str, str],
         return ParsedAnswer(instance.source, "slots", ""), Port(skeleton, fills, instance)
 
     return read
+
+
+_DECLARES = re.compile(r"\b(?:long long|int|float|long|double|auto|unsigned|bool)\s*[*&]?\s*([A-Za-z_]\w*)\s*[=;,\[)]")
+
+
+def with_numbers(fill: str, constants: Mapping[str, str]) -> str:
+    """A fill with the reference's named numbers written as numbers (`K` as `11` where the reference
+    says `K = 11`): those names are Python's, not C's. A name the fill declares itself, a member and a
+    function stay."""
+    declared = set(_DECLARES.findall(fill))
+    names = {k: v for k, v in constants.items() if k not in declared}
+    if not names:
+        return fill
+    word = re.compile(r"(?<![\w.>])(" + "|".join(map(re.escape, names)) + r")(?!\w)(?!\s*\()")
+    return word.sub(lambda m: names[m.group(1)], fill)
+
+
+_OWN_LOOP = re.compile(r"for\s*\(\s*(?:long long|long|int|size_t|unsigned)\s+(?P<name>[A-Za-z_]\w*)\s*="
+                       r"[^;]*;[^;]*;[^)]*\)\s*")
+
+
+def without_own_loops(fill: str, arguments: Sequence[str]) -> str:
+    """A body fill that loops over the slot's own arguments (`for (int row = 0; row < m; ++row) {...}`
+    in an epilogue that is given `row`: the naive kernel's loops, written again) reduced to the loops'
+    body, which the skeleton runs for each value; loops over other names stay."""
+    own, changed = set(arguments), False
+    while (m := next((m for m in _OWN_LOOP.finditer(fill) if m.group("name") in own), None)) is not None:
+        start, rest = m.start(), m.end()
+        if fill.startswith("{", rest):
+            depth, end = 0, rest
+            for end in range(rest, len(fill)):
+                depth += {"{": 1, "}": -1}.get(fill[end], 0)
+                if depth == 0:
+                    break
+            if depth:
+                return fill  # unbalanced: left for the compiler to say
+            inner = fill[rest + 1:end]
+        else:
+            end = fill.find(";", rest)
+            if end < 0:
+                return fill
+            inner = fill[rest:end + 1]
+        fill, changed = fill[:start] + inner.strip("\n") + fill[end + 1:], True
+    return _dedent_lines(fill) if changed else fill
+
+
+def _dedent_lines(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    cut = min((len(line) - len(line.lstrip()) for line in lines), default=0)
+    return "\n".join(line[cut:] for line in lines)
+
+
+_NUMBER = re.compile(r"[\d\s()+*/-]+")
+
+
+def with_dim_slots(skeleton: Skeleton, task: Task, fills: Mapping[str, str]) -> dict[str, str]:
+    """The fills with the name of a dim slot or of a number slot (a window's `KH`), used in a code slot
+    as if it were a C name (`row * K + kk`, `acc / (KH * KW)`: the contracts call them so), written as
+    that slot's fill (`row * (L * Cin) + kk`); a task parameter of that name, or a name the fill
+    declares, stays."""
+    sized = {slot.name: f"({text.strip()})" for slot in skeleton.slots
+             if (text := fills.get(slot.name, "")).strip() and slot.name not in task.params
+             and (slot.kind == "dim" or (slot.kind == "expr" and _NUMBER.fullmatch(text.strip())))}
+    return {name: with_numbers(text, sized) if (slot := skeleton.slot(name)) is not None and slot.kind != "dim"
+            and name not in sized else text for name, text in fills.items()}
 
 
 _STORE = re.compile(r"^\s*(?P<out>[A-Za-z_]\w*)\s*\[[^\]]*\]\s*=\s*(?P<value>[^;=][^;]*);\s*$")

@@ -5,9 +5,9 @@
 // @skeleton slot N [dim]: the number of elements summed, over the task's dims (e.g. `batch * n`, or `N * C * H * W`)
 // @skeleton slot IN_A [expr]: `const float*`: a float32 input of N elements read at every element, e.g. `predictions`
 // @skeleton slot IN_B [expr]: `const float*`: a second float32 input of N elements read at the same elements, e.g. `targets`; the same as IN_A when the task has one input, e.g. `x`
-// @skeleton slot TERM [body]: `float term(PARAMS, long long i, float va, float vb)`: every parameter of the task is in scope, va is IN_A[i] and vb is IN_B[i]; return element i's term of the sum, e.g. `return (va - vb) * (va - vb);` (a sum of absolute values: `return fabsf(va);`)
-// @skeleton slot RESULT [body, optional]: `void result(PARAMS, float total)`: total is the sum of all N terms; write the task's scalar output(s) from it, e.g. `loss[0] = total / batch;` (leave it empty when MAP writes the outputs)
-// @skeleton slot MAP [body, optional]: `void map(PARAMS, long long i, float total)`: only for a task that maps every element with the sum: write output element i, e.g. `y[i] = x[i] / total;` (leave it empty when the output is the scalar RESULT writes)
+// @skeleton slot TERM [body]: `float term(PARAMS, long long i, float va, float vb)`: every parameter of the task is in scope, va is IN_A[i] and vb is IN_B[i]; return element i's term of the sum, e.g. `return va;` (sum, mean), `return va * va;` (squares, l2, norm), `return fabsf(va);` (absolute, l1), `return (va - vb) * (va - vb);` (mse, squared error), `return vb * (logf(vb) - logf(va));` (kl, divergence)
+// @skeleton slot RESULT [body, optional]: `void result(PARAMS, float total)`: total is the sum of all N terms; write the task's scalar output(s) from it (leave it empty when MAP writes the outputs), e.g. `y[0] = total;` (sum), `loss[0] = total / batch;` (batchmean, per batch), `y[0] = sqrtf(total);` (l2, norm)
+// @skeleton slot MAP [body, optional]: `void map(PARAMS, long long i, float total)`: only for a task that maps every element with the sum: write output element i (leave it empty when the output is the scalar RESULT writes), e.g. `y[i] = x[i] / total;` (sum, l1), `y[i] = x[i] / sqrtf(total);` (l2, frobenius, norm)
 // @kagent entry: kagent_full_partial
 // @kagent grid: ceil_div({{N}}, BLOCK * VEC * ITEMS)
 // @kagent block: BLOCK

@@ -32,20 +32,26 @@ class Instance:
 
 
 _LONE_RETURN = re.compile(r"^return\s+(?=[^;]+$)")
+_NUMPY_INF = re.compile(r"\b(?:np|numpy|math)\.inf\b")
+_NAMED = re.compile(r"^(?:(?:const\s+)?(?:int|float|long long|long|auto)\s+)?[A-Za-z_]\w*\s*=(?!=)\s*(?=\S)")
 
 
 def normalize_fills(skeleton: Skeleton, fills: Mapping[str, str]) -> dict[str, str]:
     """The fills as they go into the code: trimmed; a body given as a whole function unwrapped; a body
     that is a lone expression made `return EXPR;`, and a dim or an expression given as `return EXPR;`
-    made EXPR; a member declared through an object
-    (`float s.sum = 0.f;`) declared by its own name; optional slots not given left empty."""
+    made EXPR, and one given as an assignment (`K = 8`, `const int K = 8;`) its value; a member
+    declared through an object (`float s.sum = 0.f;`) declared by its own name; `np.inf` written as
+    `INFINITY`; a placeholder (`...`) read as no fill; optional slots not given left empty."""
     out = {}
     for slot in skeleton.slots:
         text = fills.get(slot.name, "").strip("\n")
+        text = _NUMPY_INF.sub("INFINITY", text)  # the reference's Python, written in a fill
+        if text.strip() in ("...", "…", "// ..."):  # a placeholder, not a fill
+            text = ""
         if slot.kind == "body":
             text = _body(text)
         elif slot.kind in ("dim", "expr"):  # `return INFINITY;`, as a body would say it, is INFINITY
-            text = _LONE_RETURN.sub("", " ".join(text.split()).rstrip(";").strip())
+            text = _NAMED.sub("", _LONE_RETURN.sub("", " ".join(text.split()).rstrip(";").strip()))
         elif slot.kind == "fields":
             text = _MEMBER_VIA_OBJECT.sub(r"\g<type>\g<name>", text)
         out[slot.name] = text

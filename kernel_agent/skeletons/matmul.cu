@@ -8,7 +8,7 @@
 // @skeleton slot K [dim]: the length of the summed dimension (columns of A, rows of B), e.g. `k`
 // @skeleton slot LOAD_A [body]: `float load_a(PARAMS, long long p, long long row, long long kk)`: every parameter of the task is in scope, and p < BATCH, row < M, kk < K always hold; return element (row, kk) of the p-th A, e.g. `return a[(p * m + row) * k + kk];`
 // @skeleton slot LOAD_B [body]: `float load_b(PARAMS, long long p, long long kk, long long col)`: every parameter of the task is in scope, and p < BATCH, kk < K, col < N always hold; return element (kk, col) of the p-th B, e.g. `return b[(p * k + kk) * n + col];` (a weight stored N x K, as nn.Linear keeps it: `return w[col * k + kk];`)
-// @skeleton slot EPILOGUE [body]: `void epilogue(PARAMS, long long p, long long row, long long col, float acc)`: acc is the sum over kk < K of load_a(p, row, kk) * load_b(p, kk, col); every parameter of the task is in scope, p < BATCH, row < M, col < N; write output element (p, row, col), e.g. `c[(p * m + row) * n + col] = acc;` (with a bias and ReLU: `y[row * n + col] = fmaxf(acc + bias[col], 0.f);`)
+// @skeleton slot EPILOGUE [body]: `void epilogue(PARAMS, long long p, long long row, long long col, float acc)`: acc is the sum over kk < K of load_a(p, row, kk) * load_b(p, kk, col); every parameter of the task is in scope, p < BATCH, row < M, col < N; write output element (p, row, col), e.g. `c[(p * m + row) * n + col] = acc;` (bmm, batched), `y[row * n + col] = fmaxf(acc + bias[col], 0.f);` (bias, relu), `y[row * n + col] = (acc + bias[col]) * scale;` (bias, scale)
 // @kagent entry: kagent_matmul
 // @kagent grid: ceil_div({{N}}, BN), ceil_div({{M}}, BM), {{BATCH}}
 // @kagent block: (BM // TM) * (BN // TN)

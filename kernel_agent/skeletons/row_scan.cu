@@ -7,7 +7,7 @@
 // @skeleton slot IN [expr]: `const float*`: the float32 input of ROWS * COLS elements read at every element, e.g. `x`
 // @skeleton slot OUT [expr]: `float*`: the float32 output of ROWS * COLS elements, e.g. `y`
 // @skeleton slot IDENTITY [expr]: `float`: the combine's neutral value, e.g. `0.f` (sum), `1.f` (product), `-INFINITY` (max)
-// @skeleton slot LOAD [body]: `float load(PARAMS, long long i, float v)`: v is IN[i], i the flat index row * COLS + col; return the value scanned at i, e.g. `return v * v;` (a cumulative sum of squares; a plain cumsum: `return v;`)
+// @skeleton slot LOAD [body]: `float load(PARAMS, long long i, float v)`: v is IN[i], i the flat index row * COLS + col; return the value scanned at i, e.g. `return v;` (cumsum, cumprod), `return mask[i] ? v : 0.f;` (masked, mask), `return v * v;` (squares)
 // @skeleton slot COMBINE [body]: `float combine(PARAMS, float a, float b)`: an associative combine of a (earlier columns) and b (later ones), e.g. `return a + b;` (cumsum), `return a * b;` (cumprod), `return fmaxf(a, b);` (cummax)
 // @kagent entry: kagent_row_scan
 // @kagent grid: {{ROWS}}

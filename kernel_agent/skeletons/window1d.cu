@@ -8,13 +8,13 @@
 // @skeleton slot LO [dim]: the length of an output row, e.g. `LO`
 // @skeleton slot IN [expr]: the float32 input buffer (N, C, L), e.g. `x`
 // @skeleton slot OUT [expr]: the float32 output buffer (N, C, LO), e.g. `y`
-// @skeleton slot K [expr]: the window's size in taps, an integer constant, e.g. `3`
-// @skeleton slot S [expr]: the stride between outputs, in input positions, an integer constant, e.g. `2`
-// @skeleton slot P [expr]: the padding positions left of the input, an integer constant (0 for none): output o starts at input position o * S - P, e.g. `1`
-// @skeleton slot D [expr]: the dilation, input positions from one tap to the next, an integer constant (1 for none), e.g. `1`
-// @skeleton slot IDENTITY [expr]: the float an accumulator starts from, also the value of every tap in the padding, so ACCUMULATE must leave the accumulator unchanged with it: `-INFINITY` for max pooling, `0.f` for sums, averages and convolutions
-// @skeleton slot ACCUMULATE [body]: `float accumulate(PARAMS, float acc, float v, int c, int k)`: every parameter of the task is in scope; return acc with tap k of value v folded in (c is the channel), e.g. `return fmaxf(acc, v);`, or for depthwise weights w (C, 3) `return acc + w[c * 3 + k] * v;`
-// @skeleton slot FINALIZE [body]: `float finalize(PARAMS, float acc, int count, int c)`: return the output from its window's accumulator; count is the number of taps inside the input (padding left out), c the channel; e.g. `return acc;`, or for a window of 4 averaged `return acc / 4.f;` (`return acc / count;` to leave the padding out)
+// @skeleton slot K [expr]: the window's size in taps, an integer constant: the task's own number (its reference's constant, its naive kernel's loop)
+// @skeleton slot S [expr]: the stride between outputs, in input positions, an integer constant: the task's own number (its reference's constant, its naive kernel's loop)
+// @skeleton slot P [expr]: the padding positions left of the input, an integer constant (0 for none): output o starts at input position o * S - P; the task's own number (its reference's constant, its naive kernel's loop)
+// @skeleton slot D [expr]: the dilation, input positions from one tap to the next, an integer constant (1 for none): the task's own number (its reference's constant, its naive kernel's loop)
+// @skeleton slot IDENTITY [expr]: the float an accumulator starts from, also the value of every tap in the padding, so ACCUMULATE must leave the accumulator unchanged with it, e.g. `-INFINITY` (max), `0.f` (sum, average, convolution)
+// @skeleton slot ACCUMULATE [body]: `float accumulate(PARAMS, float acc, float v, int c, int k)`: every parameter of the task is in scope; return acc with tap k of value v folded in (c is the channel), e.g. `return fmaxf(acc, v);` (max), `return acc + v;` (sum, average), `return acc + w[c * 3 + k] * v;` (convolution)
+// @skeleton slot FINALIZE [body]: `float finalize(PARAMS, float acc, int count, int c)`: return the output from its window's accumulator; count is the number of taps inside the input (padding left out), c the channel; e.g. `return acc;` (max, convolution), `return acc / count;` (average, avgpool)
 // @kagent entry: kagent_window1d
 // @kagent grid: {{BATCH}} * {{CHANNELS}} * ceil_div({{LO}}, BLOCK * ITEMS)
 // @kagent block: BLOCK

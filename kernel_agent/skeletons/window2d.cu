@@ -10,17 +10,17 @@
 // @skeleton slot WO [dim]: the width of an output plane, e.g. `WO`
 // @skeleton slot IN [expr]: the float32 input buffer (N, C, H, W), e.g. `x`
 // @skeleton slot OUT [expr]: the float32 output buffer (N, C, HO, WO), e.g. `y`
-// @skeleton slot KH [expr]: the window's height in taps, an integer constant, e.g. `3`
-// @skeleton slot KW [expr]: the window's width in taps, an integer constant, e.g. `3`
-// @skeleton slot SH [expr]: the stride between output rows, in input rows, an integer constant, e.g. `2`
-// @skeleton slot SW [expr]: the stride between output columns, in input columns, an integer constant, e.g. `2`
-// @skeleton slot PH [expr]: the padding rows above the input, an integer constant (0 for none): output row oy starts at input row oy * SH - PH, e.g. `1`
-// @skeleton slot PW [expr]: the padding columns left of the input, an integer constant (0 for none): output column ox starts at input column ox * SW - PW, e.g. `1`
-// @skeleton slot DH [expr]: the dilation, input rows from one tap to the next, an integer constant (1 for none), e.g. `1`
-// @skeleton slot DW [expr]: the dilation, input columns from one tap to the next, an integer constant (1 for none), e.g. `1`
-// @skeleton slot IDENTITY [expr]: the float an accumulator starts from, also the value of every tap in the padding, so ACCUMULATE must leave the accumulator unchanged with it: `-INFINITY` for max pooling, `0.f` for sums, averages and convolutions
-// @skeleton slot ACCUMULATE [body]: `float accumulate(PARAMS, float acc, float v, int c, int ky, int kx)`: every parameter of the task is in scope; return acc with tap (ky, kx) of value v folded in (c is the channel), e.g. `return fmaxf(acc, v);`, or for depthwise 5x5 weights w (C, 5, 5) `return acc + w[c * 25 + ky * 5 + kx] * v;`
-// @skeleton slot FINALIZE [body]: `float finalize(PARAMS, float acc, int count, int c)`: return the output from its window's accumulator; count is the number of taps inside the input (padding left out), c the channel; e.g. `return acc;`, or for a 3x3 average `return acc / 9.f;` (`return acc / count;` to leave the padding out)
+// @skeleton slot KH [expr]: the window's height in taps, an integer constant: the task's own number (its reference's constant, its naive kernel's loop)
+// @skeleton slot KW [expr]: the window's width in taps, an integer constant: the task's own number (its reference's constant, its naive kernel's loop)
+// @skeleton slot SH [expr]: the stride between output rows, in input rows, an integer constant: the task's own number (its reference's constant, its naive kernel's loop)
+// @skeleton slot SW [expr]: the stride between output columns, in input columns, an integer constant: the task's own number (its reference's constant, its naive kernel's loop)
+// @skeleton slot PH [expr]: the padding rows above the input, an integer constant (0 for none): output row oy starts at input row oy * SH - PH; the task's own number (its reference's constant, its naive kernel's loop)
+// @skeleton slot PW [expr]: the padding columns left of the input, an integer constant (0 for none): output column ox starts at input column ox * SW - PW; the task's own number (its reference's constant, its naive kernel's loop)
+// @skeleton slot DH [expr]: the dilation, input rows from one tap to the next, an integer constant (1 for none): the task's own number (its reference's constant, its naive kernel's loop)
+// @skeleton slot DW [expr]: the dilation, input columns from one tap to the next, an integer constant (1 for none): the task's own number (its reference's constant, its naive kernel's loop)
+// @skeleton slot IDENTITY [expr]: the float an accumulator starts from, also the value of every tap in the padding, so ACCUMULATE must leave the accumulator unchanged with it, e.g. `-INFINITY` (max), `0.f` (sum, average, convolution)
+// @skeleton slot ACCUMULATE [body]: `float accumulate(PARAMS, float acc, float v, int c, int ky, int kx)`: every parameter of the task is in scope; return acc with tap (ky, kx) of value v folded in (c is the channel), e.g. `return fmaxf(acc, v);` (max), `return acc + v;` (sum, average), `return acc + w[c * 9 + ky * 3 + kx] * v;` (convolution, 3x3)
+// @skeleton slot FINALIZE [body]: `float finalize(PARAMS, float acc, int count, int c)`: return the output from its window's accumulator; count is the number of taps inside the input (padding left out), c the channel; e.g. `return acc;` (max, convolution), `return acc / count;` (average, avgpool)
 // @kagent entry: kagent_window2d
 // @kagent grid: ceil_div({{BATCH}} * {{CHANNELS}} * ceil_div({{HO}}, OUT_H) * ceil_div({{WO}}, OUT_W), BLOCK) if STAGE == 0 else {{BATCH}} * {{CHANNELS}} * ceil_div({{HO}}, (BLOCK // 32) * OUT_H) * ceil_div({{WO}}, 32 * OUT_W)
 // @kagent block: BLOCK

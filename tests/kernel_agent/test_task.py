@@ -7,7 +7,7 @@ import yaml
 
 from kernel_agent.task import TaskError, load_task
 from kernel_agent.validate import validate_task
-from tests.paths import LAYERNORM
+from tests.paths import LAYERNORM, ROOT
 
 
 @pytest.fixture
@@ -121,3 +121,18 @@ def test_the_fingerprint_follows_what_decides_a_verdict_only(task_copy):
     copy = save().parent / "layernorm" / "reference.py"
     copy.write_text(reference.read_text() + "\n# edited\n")
     assert load_task(save()).fingerprint() != first
+
+
+def test_the_reference_a_prompt_shows_carries_the_module_names_it_uses():
+    from kernel_agent.task import function_with_its_names, numeric_constants
+
+    module = ('"""doc"""\nimport numpy as np\n\nK, PAD = 8, 4  # the window\nUNUSED = 3\n_C = np.sqrt(2.0)\n\n'
+              'def _scale(v):\n    return v * _C\n\ndef ref(x):\n    return _scale(x[:, :K]) + PAD\n\n'
+              'def torch_ref(x):\n    return x\n')
+    shown = function_with_its_names(module, "ref")
+    assert shown.startswith("K, PAD = 8, 4\n\n_C = np.sqrt(2.0)\n\ndef _scale(v):")
+    assert shown.endswith("return _scale(x[:, :K]) + PAD") and "UNUSED" not in shown and "torch_ref" not in shown
+    assert function_with_its_names(module, "missing") == ""
+    assert numeric_constants(module) == {"K": "8", "PAD": "4", "UNUSED": "3"}  # _C is not a number literal
+    maxpool = load_task(ROOT / "tasks" / "naive" / "maxpool1d.yaml")
+    assert "KERNEL, PAD, DILATION = 8, 4, 3" in maxpool.reference_source()

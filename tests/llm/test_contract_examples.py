@@ -89,3 +89,20 @@ def test_the_mean_port_prompt_shows_the_mean_examples():
     view = {s["name"]: s["contract"] for s in skeleton_view(library()["axis_reduce"], task)["slots"]}
     assert view["IDENTITY"].endswith("e.g. `0.f` (sum, mean)")
     assert view["FINALIZE"].endswith("e.g. `y[o * D + c] = acc / N;` (mean)")
+
+
+def test_a_slot_the_worked_example_fills_keeps_only_the_examples_labelled_with_the_tasks_operation():
+    contract = "`float`: the start value, e.g. `-INFINITY` (max), `0.f` (sum, average, convolution)"
+    assert in_scope_examples(contract, [], task_words={"averag", "pool"}, telling_only=True) \
+        .endswith("e.g. `0.f` (sum, average, convolution)")
+    # no label shares a word with the task: the worked example alone shows the form
+    assert in_scope_examples(contract, [], task_words={"median"}, telling_only=True) == "`float`: the start value"
+
+
+def test_the_avgpool_port_prompt_under_a_maxpool_example_shows_the_average_not_the_max():
+    task = load_task(ROOT / "tasks" / "naive" / "avgpool2d.yaml")
+    view = {s["name"]: s["contract"] for s in skeleton_view(library()["window2d"], task,
+                                                            shown=frozenset({"IDENTITY", "FINALIZE"}))["slots"]}
+    assert view["IDENTITY"].endswith("e.g. `0.f` (sum, average, convolution)")
+    assert view["FINALIZE"].endswith("e.g. `return acc / count;` (average, avgpool)")
+    assert "INFINITY" not in view["IDENTITY"] and "3" not in view["KH"]  # geometry: the task's own number

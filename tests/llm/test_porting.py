@@ -101,3 +101,49 @@ def test_with_a_grammar_server_the_port_and_its_repair_are_constrained_to_the_as
     assert repair["grammar"].splitlines()[0] == 'root ::= slot-value "\\n"'  # the slot the compiler blamed
     (run_dir,) = (tmp_path / "out" / "softplus").iterdir()
     assert json.loads((run_dir / "run.json").read_text())["llm"]["grammar"] == "llama.cpp"  # kept for --resume
+
+
+def test_the_references_python_names_and_the_skeletons_dim_names_in_fills_become_c():
+    from kernel_agent.llm.porting import fills_reader
+    from kernel_agent.skeletons import library
+    from kernel_agent.task import load_task
+
+    maxpool = load_task(ROOT / "tasks" / "naive" / "maxpool1d.yaml")  # KERNEL, PAD, DILATION = 8, 4, 3
+    answer_text = ("```K\nK = KERNEL\n```\n```S\n1\n```\n```P\nPAD\n```\n```D\nconst int D = DILATION;\n```\n"
+                   "```IDENTITY\n-np.inf\n```\n```ACCUMULATE\nreturn fmaxf(acc, v);\n```\n"
+                   "```FINALIZE\nreturn acc;\n```\n")
+    parsed, port = fills_reader(library()["window1d"], maxpool, {}, "h")(answer_text, True)
+    assert port is not None, parsed.feedback
+    assert [port.fills[s] for s in ("K", "S", "P", "D", "IDENTITY")] == ["8", "1", "4", "3", "-INFINITY"]
+    assert "INFINITY" in port.instance.source and "np.inf" not in port.instance.source
+    average = answer_text.replace("return acc;", "return acc / K;")  # K: the window's size slot
+    _, port = fills_reader(library()["window1d"], maxpool, {}, "h")(average, True)
+    assert port is not None and port.fills["FINALIZE"] == "return acc / (8);"
+    # a dim slot's name used as a C name in a code slot is that slot's fill; a name the fill declares stays
+    bmm = load_task(ROOT / "tasks" / "naive" / "bmm.yaml")
+    epilogue = "```EPILOGUE\nconst long long K = 1; c[(p * M + row) * N + col] = acc * K;\n```\n"
+    _, port = fills_reader(library()["matmul"], bmm, {}, "h")(epilogue, True)
+    assert port is not None
+    assert "(p * (m) + row) * (n) + col] = acc * K;" in port.fills["EPILOGUE"], port.fills["EPILOGUE"]
+
+
+def test_an_epilogue_that_loops_over_its_own_arguments_is_read_as_the_loops_body():
+    from kernel_agent.llm.porting import fills_reader
+    from kernel_agent.skeletons import library
+    from kernel_agent.task import load_task
+
+    bmm = load_task(ROOT / "tasks" / "naive" / "bmm.yaml")
+    looped = ("```EPILOGUE\nfor (int p = 0; p < batch; ++p) {\n    for (int row = 0; row < m; ++row) {\n"
+              "        for (int col = 0; col < n; ++col) c[((size_t)p * m + row) * n + col] = acc;\n    }\n}\n```\n")
+    _, port = fills_reader(library()["matmul"], bmm, {}, "h")(looped, True)
+    assert port is not None and port.fills["EPILOGUE"] == "c[((size_t)p * m + row) * n + col] = acc;"
+    kept = "```EPILOGUE\nfloat s = 0.f;\nfor (int j = 0; j < 2; ++j) s += acc;\nc[row] = s;\n```\n"  # its own loop
+    _, port = fills_reader(library()["matmul"], bmm, {}, "h")(kept, True)
+    assert port is not None and "for (int j = 0; j < 2; ++j) s += acc;" in port.fills["EPILOGUE"]
+
+
+def test_a_placeholder_block_is_no_fill():
+    from kernel_agent.skeletons import library, normalize_fills
+
+    assert normalize_fills(library()["rowwise"], {"FINISH": "...\n"})["FINISH"] == ""
+    assert normalize_fills(library()["window1d"], {"IDENTITY": "-np.inf"})["IDENTITY"] == "-INFINITY"

@@ -62,20 +62,27 @@ class Planner:
         (the model fills its slots; repairs follow as for any of its kernels)."""
         if model is None or not model.enabled:
             return None
-        if any((a.outcome.speedup or 0.0) >= FAST_ENOUGH for a in state.correct()):
-            return None
-        name = next((n for n in self.ports if n not in self.ported), None)
+        name = self._next_port(state)
         if name is None:
             return None
         self.ported.add(name)
         parent = state.space.default("baseline")
         return Plan("port", name, parent, "no fast kernel yet: a skeleton that fits the task", PORT_PROMPT)
 
+    def _next_port(self, state: SearchState) -> str | None:
+        """The next fitting skeleton to port: none once a kernel is FAST_ENOUGH, or all are ported."""
+        if any((a.outcome.speedup or 0.0) >= FAST_ENOUGH for a in state.correct()):
+            return None
+        return next((n for n in self.ports if n not in self.ported), None)
+
     def rewrite_plan(self, state: SearchState, batch: int, model: Proposer | None) -> Plan | None:
         """Every `llm_every` batches (or whenever stalled), ask the model for a new kernel: the planner's
-        new structure when stalled or no specialist can act, else the change the bandit's pick asks for."""
+        new structure when stalled or no specialist can act, else the change the bandit's pick asks for.
+        A small model's rewrites wait while a skeleton is left to port or a port is being repaired."""
         if model is None or not model.enabled:
             return None
+        if model.ports_first() and (model.port_pending() or self._next_port(state) is not None):
+            return None  # a small model's ports and their repairs first
         stalled = state.since_improvement >= STALL_EVALUATIONS
         if not (stalled or (batch - 1) % self.llm_every == 0):
             return None

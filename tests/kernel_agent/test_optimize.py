@@ -367,6 +367,12 @@ class _CountingLLM:
     def has_repair(self) -> bool:
         return False
 
+    def ports_first(self) -> bool:
+        return False
+
+    def port_pending(self) -> bool:
+        return False
+
     def next_repair(self, state):
         return None
 
@@ -423,3 +429,32 @@ def test_replay_answers_a_rewritten_file_that_only_changed_its_knob_lists(tmp_pa
     assert recorded[0].timing == twin.outcome.timing
     assert unrecorded[0].status is Status.not_run and "not run" in unrecorded[0].message
     assert changed[0].status is Status.not_run  # compiled here for real, never measured
+
+
+class _PortingLLM(_CountingLLM):
+    """A small model's proposer: ports first; `pending` says whether one of its ports awaits a verdict
+    or a repair."""
+
+    def __init__(self, pending):
+        super().__init__()
+        self.pending = pending
+
+    def ports_first(self) -> bool:
+        return True
+
+    def port_pending(self) -> bool:
+        return self.pending
+
+
+def test_a_small_models_rewrites_wait_for_its_ports_and_their_repairs():
+    from kernel_agent.optimize.planner import Planner
+
+    class NothingFast:  # no kernel measured correct yet: porting goes on
+        def correct(self):
+            return []
+
+    planner = Planner(specialists={}, ports=["rowwise", "full_reduce"])
+    planner.ported = {"rowwise"}
+    assert planner.rewrite_plan(NothingFast(), 1, _PortingLLM(pending=False)) is None  # full_reduce is left
+    planner.ported.add("full_reduce")
+    assert planner.rewrite_plan(NothingFast(), 1, _PortingLLM(pending=True)) is None  # a port under repair

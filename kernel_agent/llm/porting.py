@@ -221,16 +221,18 @@ def _dedent_lines(text: str) -> str:
 
 
 _NUMBER = re.compile(r"[\d\s()+*/-]+")
+_NAME = re.compile(r"[A-Za-z_]\w*")
 
 
 def with_dim_slots(skeleton: Skeleton, task: Task, fills: Mapping[str, str]) -> dict[str, str]:
-    """The fills with the name of a dim slot or of a number slot (a window's `KH`), used in a code slot
-    as if it were a C name (`row * K + kk`, `acc / (KH * KW)`: the contracts call them so), written as
-    that slot's fill (`row * (L * Cin) + kk`); a task parameter of that name, or a name the fill
-    declares, stays."""
+    """The fills with the name of a dim slot, a number slot (a window's `KH`) or a buffer slot (`IN_A`
+    filled `x`), used in a code slot as if it were a C name (`row * K + kk`, `acc / (KH * KW)`,
+    `IN_A[i]`: the contracts call them so), written as that slot's fill (`row * (L * Cin) + kk`,
+    `(x)[i]`); a task parameter of that name, or a name the fill declares, stays."""
     sized = {slot.name: f"({text.strip()})" for slot in skeleton.slots
              if (text := fills.get(slot.name, "")).strip() and slot.name not in task.params
-             and (slot.kind == "dim" or (slot.kind == "expr" and _NUMBER.fullmatch(text.strip())))}
+             and (slot.kind == "dim" or (slot.kind == "expr" and (_NUMBER.fullmatch(text.strip())
+                                                                  or _NAME.fullmatch(text.strip()))))}
     return {name: with_numbers(text, sized) if (slot := skeleton.slot(name)) is not None and slot.kind != "dim"
             and name not in sized else text for name, text in fills.items()}
 

@@ -119,6 +119,10 @@ def test_the_references_python_names_and_the_skeletons_dim_names_in_fills_become
     average = answer_text.replace("return acc;", "return acc / K;")  # K: the window's size slot
     _, port = fills_reader(library()["window1d"], maxpool, {}, "h")(average, True)
     assert port is not None and port.fills["FINALIZE"] == "return acc / (8);"
+    frobenius = load_task(ROOT / "tasks" / "naive" / "frobenius_norm.yaml")  # IN_A and IN_B: kagent's `x`
+    term = "```TERM\nreturn IN_A[i] * IN_B[i];\n```\n```MAP\ny[i] = x[i] / sqrtf(total);\n```\n"
+    _, port = fills_reader(library()["full_reduce"], frobenius, {}, "h")(term, True)
+    assert port is not None and port.fills["TERM"] == "return (x)[i] * (x)[i];"
     # a dim slot's name used as a C name in a code slot is that slot's fill; a name the fill declares stays
     bmm = load_task(ROOT / "tasks" / "naive" / "bmm.yaml")
     epilogue = "```EPILOGUE\nconst long long K = 1; c[(p * M + row) * N + col] = acc * K;\n```\n"

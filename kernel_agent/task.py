@@ -183,23 +183,27 @@ class Task(Strict):
                 return self.path(self.model_source).read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 return ""
-        file, _, name = self.reference.partition(":")
+        text = self._reference_module()
         try:
-            text = (Path(self.root) / file).read_text()
-            return function_with_its_names(text, name)
-        except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+            return function_with_its_names(text, self.reference.partition(":")[2]) if text else ""
+        except (SyntaxError, ValueError):
             return ""
 
     def reference_constants(self) -> dict[str, str]:
         """The numbers the reference's module names (`KERNEL, PAD, DILATION = 8, 4, 3`): name to the
         number as written; empty for an imported model or a reference that cannot be read."""
-        if self.model_source is not None:
-            return {}
-        file, _, _ = self.reference.partition(":")
+        text = self._reference_module() if self.model_source is None else None
         try:
-            return numeric_constants((Path(self.root) / file).read_text())
-        except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+            return numeric_constants(text) if text else {}
+        except (SyntaxError, ValueError):
             return {}
+
+    def _reference_module(self) -> str | None:
+        """The text of the file the NumPy reference is defined in; None if it cannot be read."""
+        try:
+            return (Path(self.root) / self.reference.partition(":")[0]).read_text()
+        except (OSError, UnicodeDecodeError, ValueError):
+            return None
 
     def c_parameters(self, restrict: bool = False) -> list[str]:
         """The kernel's C parameters in the task's order, e.g. `const float* x`, `float* y`, `int n`

@@ -36,6 +36,7 @@ from ..skeletons import (
     suite_task,
 )
 from ..skeletons.derive import derive, plan
+from ..skeletons.instance import dedent
 from ..skeletons.ranking import words_of
 from ..skeletons.winners import read_winner
 from ..task import Task
@@ -211,13 +212,7 @@ def without_own_loops(fill: str, arguments: Sequence[str]) -> str:
                 return fill
             inner = fill[rest:end + 1]
         fill, changed = fill[:start] + inner.strip("\n") + fill[end + 1:], True
-    return _dedent_lines(fill) if changed else fill
-
-
-def _dedent_lines(text: str) -> str:
-    lines = [line for line in text.splitlines() if line.strip()]
-    cut = min((len(line) - len(line.lstrip()) for line in lines), default=0)
-    return "\n".join(line[cut:] for line in lines)
+    return dedent("\n".join(line for line in fill.splitlines() if line.strip())) if changed else fill
 
 
 _NUMBER = re.compile(r"[\d\s()+*/-]+")

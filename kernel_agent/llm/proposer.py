@@ -88,7 +88,6 @@ class LLMProposer:
         self.kernels_dir.mkdir(parents=True, exist_ok=True)
         self.trajectory = self.run_dir / "trajectory.jsonl"
         self._logged_results: set[tuple[int, int]] = set()
-        self._judged: set[str] = set()  # its kernels whose file as written has an outcome
         if self.trajectory.exists():  # a resumed run: its model answers are replayed, not asked again
             rows = [json.loads(line) for line in self.trajectory.read_text().splitlines() if line.strip()]
             self.recorded = [row for row in rows if row.get("type") == "call"]
@@ -131,9 +130,11 @@ class LLMProposer:
         return self.small
 
     def port_pending(self) -> bool:
-        unjudged = any(o.port is not None for label, o in self.origins.items() if label not in self._judged)
-        return unjudged or any(self.origins[a.candidate.kernel].port is not None and
-                               self.origins[a.candidate.kernel].round < MAX_PORT_REPAIRS for a in self.repairs)
+        judged = {call for call, _ in self._logged_results}  # calls whose kernel as written has an outcome
+        if any(o.port is not None and o.call not in judged for o in self.origins.values()):
+            return True
+        return any((o := self.origins[a.candidate.kernel]).port is not None and o.round < MAX_PORT_REPAIRS
+                   for a in self.repairs)
 
     def usage(self) -> str:
         return f"LLM {self.calls} calls, {self.client.tokens_used} tokens" + ("" if self.enabled else " (off)")
@@ -263,7 +264,6 @@ class LLMProposer:
             if origin is None or attempt.candidate != self.space.default(attempt.candidate.kernel):
                 continue
             outcome: Outcome = attempt.outcome
-            self._judged.add(attempt.candidate.kernel)
             if outcome.status not in (Status.ok, Status.not_run):
                 self.repairs.append(attempt)
             if origin.port is not None and self.winners is not None:

@@ -124,13 +124,13 @@ def _body(text: str) -> str:
     stripped = text.strip()
     if _FUNCTION.match(stripped) and stripped.endswith("}"):
         stripped = stripped[stripped.index("{") + 1: -1].strip("\n")
-        text = _dedent(stripped)
+        text = dedent(stripped)
     if text.strip() and ";" not in text and "{" not in text and "return" not in text:
         return f"return {text.strip()};"
-    return _dedent(text)
+    return dedent(text)
 
 
-def _dedent(text: str) -> str:
+def dedent(text: str) -> str:
     lines = text.splitlines()
     indents = [len(line) - len(line.lstrip()) for line in lines if line.strip()]
     cut = min(indents, default=0)

@@ -88,6 +88,7 @@ class LLMProposer:
         self.kernels_dir.mkdir(parents=True, exist_ok=True)
         self.trajectory = self.run_dir / "trajectory.jsonl"
         self._logged_results: set[tuple[int, int]] = set()
+        self._passed_ports: set[str] = set()  # skeletons one of whose ports passed its check
         if self.trajectory.exists():  # a resumed run: its model answers are replayed, not asked again
             rows = [json.loads(line) for line in self.trajectory.read_text().splitlines() if line.strip()]
             self.recorded = [row for row in rows if row.get("type") == "call"]
@@ -116,8 +117,12 @@ class LLMProposer:
         view = context["skeleton"]
         grammar = answer_grammar(skeleton, [s["name"] for s in view["slots"]],
                                  {s["name"] for s in view["slots"] if s["optional"]})
-        return self._ask(render(plan.prompt, **context), f"port:{skeleton.name}", 0, plan.parent,
-                         lambda text, finished, _earlier: read(text, finished), short=True, grammar=grammar)
+        role = f"port:{skeleton.name}"
+        # a fresh sample of a skeleton ported before is drawn wider, as a re-ask after no new answer is
+        again = any(a.role == role and a.round == 0 for a in self.history.answered)
+        return self._ask(render(plan.prompt, **context), role, 0, plan.parent,
+                         lambda text, finished, _earlier: read(text, finished), short=True, grammar=grammar,
+                         hotter=int(again))
 
     def _extras(self, state: SearchState) -> Extras:
         return Extras(small=self.small, earlier=self.history.earlier(state), example=self.example,
@@ -135,6 +140,9 @@ class LLMProposer:
             return True
         return any((o := self.origins[a.candidate.kernel]).port is not None and o.round < MAX_PORT_REPAIRS
                    for a in self.repairs)
+
+    def port_passed(self, skeleton: str) -> bool:
+        return skeleton in self._passed_ports
 
     def usage(self) -> str:
         return f"LLM {self.calls} calls, {self.client.tokens_used} tokens" + ("" if self.enabled else " (off)")
@@ -177,7 +185,7 @@ class LLMProposer:
 
     def _ask(self, prompt: str, role: str, round_: int, parent: Candidate, read: Reader,
              short: bool, grammar: str | None = None, parent_source: str | None = None,
-             base_fills: dict[str, str] | None = None) -> Proposal | None:
+             base_fills: dict[str, str] | None = None, hotter: int = 0) -> Proposal | None:
         """Ask; `read` makes the answer a kernel file (a whole file or edits against the text the prompt
         showed, or slot fills); re-ask once when the answer is unusable or no new answer, at a higher
         temperature for the latter. `grammar`: the answer's form, where the server enforces one.
@@ -189,7 +197,6 @@ class LLMProposer:
         template = "system_port.j2" if role.startswith("port:") else "system_small.j2" if self.small else "system.j2"
         system = render(template, arch=self.arch)
         messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
-        hotter = 0
         for ask in range(1, 2 + PARSE_RETRIES):
             messages, repeats = self.history.unsent(messages)
             temperature = history_temperature(max(repeats, hotter))
@@ -266,6 +273,8 @@ class LLMProposer:
             outcome: Outcome = attempt.outcome
             if outcome.status not in (Status.ok, Status.not_run):
                 self.repairs.append(attempt)
+            elif origin.port is not None:
+                self._passed_ports.add(origin.port.skeleton.name)
             if origin.port is not None and self.winners is not None:
                 keep_if_winner(self.winners, self.task, origin.port.skeleton, origin.port.fills, outcome,
                                self.run_dir.name)

@@ -6,6 +6,7 @@ a bandit over the rank rewards each has earned; noise on one specialist at a tim
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 
 from ..seams import Candidate, Plan, Proposer, SearchState
@@ -20,6 +21,10 @@ NEW_STRUCTURE = "planner"  # the role that asks a model for a whole new kernel s
 NEW_STRUCTURE_PROMPT = "planner.j2"
 PORT_PROMPT = "port.j2"
 FAST_ENOUGH = 1.5  # a kernel this many times faster than the baseline: the task has a fast structure
+# A small model's ports of one skeleton, each a fresh sample, while nothing fast is found: its first port
+# answers vary widely from sample to sample, and its whole-kernel rewrites were correct 0 times in 118
+# (tests/data/llm/emulated_loop/), so its budget goes to more ports before any rewrite.
+PORT_SAMPLES = 3
 
 
 @dataclass
@@ -41,7 +46,7 @@ class Planner:
     specialists: dict[str, Specialist]
     llm_every: int = 2  # with a model: ask it for a new kernel every this many batches (and while stalled)
     ports: list[str] = field(default_factory=list)  # skeletons that fit the task, in the order to port them
-    ported: set[str] = field(default_factory=set)
+    ported: Counter[str] = field(default_factory=Counter)  # skeleton -> ports asked for
     credit: dict[str, Credit] = field(default_factory=dict)
     stalls: int = 0  # how many times progress stalled: rotates the noisy specialist
 
@@ -59,29 +64,41 @@ class Planner:
 
     def port_plan(self, state: SearchState, model: Proposer | None) -> Plan | None:
         """With a model, while no kernel is FAST_ENOUGH: port the next fitting skeleton not ported yet
-        (the model fills its slots; repairs follow as for any of its kernels)."""
+        (the model fills its slots; repairs follow as for any of its kernels); a small model's, once each
+        is ported and no port awaits its verdict or a repair, again (`PORT_SAMPLES`)."""
         if model is None or not model.enabled:
             return None
-        name = self._next_port(state)
+        name = self._next_port(state, model)
         if name is None:
             return None
-        self.ported.add(name)
+        again = self.ported[name] > 0
+        self.ported[name] += 1
         parent = state.space.default("baseline")
-        return Plan("port", name, parent, "no fast kernel yet: a skeleton that fits the task", PORT_PROMPT)
+        return Plan("port", name, parent, "no fast kernel yet: " + ("another sample of a skeleton that fits the task"
+                                                                    if again else "a skeleton that fits the task"),
+                    PORT_PROMPT)
 
-    def _next_port(self, state: SearchState) -> str | None:
-        """The next fitting skeleton to port: none once a kernel is FAST_ENOUGH, or all are ported."""
+    def _next_port(self, state: SearchState, model: Proposer) -> str | None:
+        """The next fitting skeleton to port: none once a kernel is FAST_ENOUGH; first each fitting one
+        in turn; then, for a small model whose ports are all judged and repaired, the least-sampled
+        (the likeliest first among equals) of those none of whose ports passed, until each has had
+        PORT_SAMPLES."""
         if any((a.outcome.speedup or 0.0) >= FAST_ENOUGH for a in state.correct()):
             return None
-        return next((n for n in self.ports if n not in self.ported), None)
+        first = next((n for n in self.ports if not self.ported[n]), None)
+        if first is not None or not model.ports_first() or model.port_pending():
+            return first
+        again = [n for n in self.ports if self.ported[n] < PORT_SAMPLES and not model.port_passed(n)]
+        return min(again, key=lambda n: self.ported[n], default=None)  # min keeps the first of equals
 
     def rewrite_plan(self, state: SearchState, batch: int, model: Proposer | None) -> Plan | None:
         """Every `llm_every` batches (or whenever stalled), ask the model for a new kernel: the planner's
         new structure when stalled or no specialist can act, else the change the bandit's pick asks for.
-        A small model's rewrites wait while a skeleton is left to port or a port is being repaired."""
+        A small model's rewrites wait while a skeleton is left to port (or to sample again) or a port is
+        being repaired."""
         if model is None or not model.enabled:
             return None
-        if model.ports_first() and (model.port_pending() or self._next_port(state) is not None):
+        if model.ports_first() and (model.port_pending() or self._next_port(state, model) is not None):
             return None  # a small model's ports and their repairs first
         stalled = state.since_improvement >= STALL_EVALUATIONS
         if not (stalled or (batch - 1) % self.llm_every == 0):

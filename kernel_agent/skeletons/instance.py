@@ -17,6 +17,7 @@ _DIM_TOKEN = re.compile(r"\s*(?:(?P<name>[A-Za-z_]\w*)|(?P<int>\d+)|(?P<op>[-+*(
 _FORBIDDEN = re.compile(r"__global__|#\s*include|\basm\b|\{\{")
 _MEMBER_VIA_OBJECT = re.compile(r"(?P<type>\b(?:float|int|unsigned|long long|bool)\s+)"
                                 r"[A-Za-z_]\w*\.(?P<name>[A-Za-z_]\w*)")
+_STRUCT = re.compile(r"^\s*(?:typedef\s+)?struct\s*\w*\s*\{(?P<members>.*)\}\s*\w*\s*;?\s*$", re.DOTALL)
 _FUNCTION = re.compile(r"^\s*(?:__device__\s+|__forceinline__\s+|inline\s+|static\s+)*[\w:<>\s*&]+\([^)]*\)\s*\{")
 
 
@@ -40,7 +41,8 @@ def normalize_fills(skeleton: Skeleton, fills: Mapping[str, str]) -> dict[str, s
     """The fills as they go into the code: trimmed; a body given as a whole function unwrapped; a body
     that is a lone expression made `return EXPR;`, and a dim or an expression given as `return EXPR;`
     made EXPR, and one given as an assignment (`K = 8`, `const int K = 8;`) its value; a member
-    declared through an object (`float s.sum = 0.f;`) declared by its own name; `np.inf` written as
+    declared through an object (`float s.sum = 0.f;`) declared by its own name, and members given as a
+    whole struct (`struct State { float m; float sum; };`) taken out of it; `np.inf` written as
     `INFINITY`; a placeholder (`...`) read as no fill; optional slots not given left empty."""
     out = {}
     for slot in skeleton.slots:
@@ -53,6 +55,8 @@ def normalize_fills(skeleton: Skeleton, fills: Mapping[str, str]) -> dict[str, s
         elif slot.kind in ("dim", "expr"):  # `return INFINITY;`, as a body would say it, is INFINITY
             text = _NAMED.sub("", _LONE_RETURN.sub("", " ".join(text.split()).rstrip(";").strip()))
         elif slot.kind == "fields":
+            if whole := _STRUCT.match(text):  # the skeleton declares the struct: its members are the fill
+                text = dedent(whole.group("members").strip("\n"))
             text = _MEMBER_VIA_OBJECT.sub(r"\g<type>\g<name>", text)
         out[slot.name] = text
     return out

@@ -373,6 +373,9 @@ class _CountingLLM:
     def port_pending(self) -> bool:
         return False
 
+    def port_passed(self, skeleton: str) -> bool:
+        return False
+
     def next_repair(self, state):
         return None
 
@@ -435,26 +438,58 @@ class _PortingLLM(_CountingLLM):
     """A small model's proposer: ports first; `pending` says whether one of its ports awaits a verdict
     or a repair."""
 
-    def __init__(self, pending):
+    def __init__(self, pending, passed=(), small=True):
         super().__init__()
-        self.pending = pending
+        self.pending, self.passed, self.small = pending, set(passed), small
 
     def ports_first(self) -> bool:
-        return True
+        return self.small
 
     def port_pending(self) -> bool:
         return self.pending
 
+    def port_passed(self, skeleton: str) -> bool:
+        return skeleton in self.passed
+
+
+class _NothingFast:
+    """A search state with no kernel measured correct yet: porting goes on."""
+
+    space = Space.of_task(load_task(LAYERNORM), generic=False)
+
+    def correct(self):
+        return []
+
 
 def test_a_small_models_rewrites_wait_for_its_ports_and_their_repairs():
-    from kernel_agent.optimize.planner import Planner
-
-    class NothingFast:  # no kernel measured correct yet: porting goes on
-        def correct(self):
-            return []
+    from kernel_agent.optimize.planner import PORT_SAMPLES, Planner
 
     planner = Planner(specialists={}, ports=["rowwise", "full_reduce"])
-    planner.ported = {"rowwise"}
-    assert planner.rewrite_plan(NothingFast(), 1, _PortingLLM(pending=False)) is None  # full_reduce is left
-    planner.ported.add("full_reduce")
-    assert planner.rewrite_plan(NothingFast(), 1, _PortingLLM(pending=True)) is None  # a port under repair
+    planner.ported.update({"rowwise": 1})
+    assert planner.rewrite_plan(_NothingFast(), 1, _PortingLLM(pending=False)) is None  # full_reduce is left
+    planner.ported.update({"full_reduce": 1})
+    assert planner.rewrite_plan(_NothingFast(), 1, _PortingLLM(pending=True)) is None  # a port under repair
+    assert planner.rewrite_plan(_NothingFast(), 1, _PortingLLM(pending=False)) is None  # samples are left
+    planner.ported.update({"rowwise": PORT_SAMPLES, "full_reduce": PORT_SAMPLES})
+    assert planner._next_port(_NothingFast(), _PortingLLM(pending=False)) is None  # then rewrites may come
+
+
+def test_a_small_model_ports_each_fitting_skeleton_again_once_its_ports_are_judged_and_repaired():
+    """Fresh samples, the least-sampled first and the likeliest among equals; none while a port awaits its
+    verdict or a repair, none of a skeleton one of whose ports passed, none for a model that is not small."""
+    from kernel_agent.optimize.planner import PORT_SAMPLES, Planner
+
+    planner = Planner(specialists={}, ports=["rowwise", "full_reduce"])
+    llm = _PortingLLM(pending=False)
+    plans = [planner.port_plan(_NothingFast(), llm) for _ in range(2 * PORT_SAMPLES)]
+    assert [p.role for p in plans] == ["rowwise", "full_reduce"] * PORT_SAMPLES
+    assert [p.why.endswith("another sample of a skeleton that fits the task") for p in plans] == \
+        [False, False] + [True] * (2 * PORT_SAMPLES - 2)
+    assert planner.port_plan(_NothingFast(), llm) is None
+
+    planner = Planner(specialists={}, ports=["rowwise", "full_reduce"])
+    assert [planner.port_plan(_NothingFast(), _PortingLLM(pending=True)).role for _ in range(2)] == \
+        ["rowwise", "full_reduce"]  # the first port of each does not wait
+    assert planner.port_plan(_NothingFast(), _PortingLLM(pending=True)) is None
+    assert planner.port_plan(_NothingFast(), _PortingLLM(pending=False, passed={"rowwise"})).role == "full_reduce"
+    assert planner.port_plan(_NothingFast(), _PortingLLM(pending=False, small=False)) is None

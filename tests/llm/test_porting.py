@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from kernel_agent.cli import app
+from sandbox import emulator_unavailable
 from tests.llm.fake_server import FakeOpenAI, answer
 from tests.llm.test_compile_only_loop import no_gpu  # noqa: F401  (a fixture)
 from tests.llm.test_optimize_llm import config_file
@@ -151,3 +153,23 @@ def test_a_placeholder_block_is_no_fill():
 
     assert normalize_fills(library()["rowwise"], {"FINISH": "...\n"})["FINISH"] == ""
     assert normalize_fills(library()["window1d"], {"IDENTITY": "-np.inf"})["IDENTITY"] == "-INFINITY"
+
+
+@pytest.mark.skipif(emulator_unavailable() is not None, reason=str(emulator_unavailable()))
+def test_a_small_model_ports_again_afresh_when_its_repairs_give_no_new_answer(tmp_path, no_gpu):  # noqa: F811
+    """The local model's usual run (tests/data/llm/emulated_loop/): its first port is wrong, and its repairs
+    resend the same fills. Rather than a whole-kernel rewrite, the skeleton is ported again as a fresh
+    sample, drawn wider, with the earlier port's verdict in the prompt; that sample is correct."""
+    gelu = "```VALUE\nconst float v = x[i];\nreturn v / (1.f + expf(-2.f * v));\n```\n"  # another task's math
+    right = "```VALUE\nconst float v = x[i];\nreturn v > 20.f ? v : log1pf(expf(v));\n```\n"
+    _, _, calls, attempts = run(tmp_path, [answer(gelu), answer(gelu), answer(gelu), answer(right)],
+                                "--batch", "1", "--emulate", "--llm-small")
+    assert [(c["role"], c["round"], c["kernel"]) for c in calls[:4]] == [
+        ("port:elementwise", 0, "llm1"), ("port:elementwise", 1, None), ("port:elementwise", 1, None),
+        ("port:elementwise", 0, "llm2")]
+    verdicts = {a["kernel"]: a["status"] for a in attempts}
+    assert verdicts["llm1"] == "wrong_result" and verdicts["llm2"] == "not_run"  # correct on the CPU emulator
+    again = calls[3]
+    assert again["temperature"] == 1.0 and calls[0]["temperature"] is None
+    assert "llm1 (port:elementwise): wrong_result" in again["messages"][-1]["content"]
+    assert not any(c["role"] == "port:elementwise" for c in calls[4:])  # a port passed: no more samples

@@ -140,3 +140,13 @@ def test_the_row_partition_covers_each_column_once_and_valued_threads_come_first
 def test_a_state_member_declared_through_the_object_is_declared_by_its_name():
     state = normalize_fills(library()["rowwise"], {"STATE": "float s.sum = 0.f;\nfloat s.m = -INFINITY; int n = 0;"})
     assert state["STATE"] == "float sum = 0.f;\nfloat m = -INFINITY; int n = 0;"
+
+
+@pytest.mark.parametrize("fill", ["struct State {\n    float max;\n    float sum;\n};",
+                                  "typedef struct { float max; float sum; } State;",
+                                  "struct { float max; float sum; }"])
+def test_state_members_given_as_a_whole_struct_are_taken_out_of_it(fill):
+    """The local model's log_softmax and matvec answers declared the struct the skeleton declares; nested, its
+    members left kg_state empty (a compile error: 'STATE: use 4-byte members')."""
+    state = normalize_fills(library()["rowwise"], {"STATE": fill})["STATE"]
+    assert "struct" not in state and "float max;" in state and "float sum;" in state

@@ -200,7 +200,7 @@ class Proposer(Protocol):
 
     def port_passed(self, skeleton: str) -> bool:
         """Whether a kernel it ported from `skeleton` passed its check (correct, or built and not run:
-        no GPU here, and correct on the CPU emulator where one ran): that skeleton needs no new sample."""
+        no GPU here, and correct on the CPU emulator where one ran): then no skeleton needs a new sample."""
         ...
 
     def next_repair(self, state: SearchState) -> Proposal | None: ...

@@ -476,7 +476,7 @@ def test_a_small_models_rewrites_wait_for_its_ports_and_their_repairs():
 
 def test_a_small_model_ports_each_fitting_skeleton_again_once_its_ports_are_judged_and_repaired():
     """Fresh samples, the least-sampled first and the likeliest among equals; none while a port awaits its
-    verdict or a repair, none of a skeleton one of whose ports passed, none for a model that is not small."""
+    verdict or a repair, none once a port passed, none for a model that is not small."""
     from kernel_agent.optimize.planner import PORT_SAMPLES, Planner
 
     planner = Planner(specialists={}, ports=["rowwise", "full_reduce"])
@@ -491,5 +491,6 @@ def test_a_small_model_ports_each_fitting_skeleton_again_once_its_ports_are_judg
     assert [planner.port_plan(_NothingFast(), _PortingLLM(pending=True)).role for _ in range(2)] == \
         ["rowwise", "full_reduce"]  # the first port of each does not wait
     assert planner.port_plan(_NothingFast(), _PortingLLM(pending=True)) is None
-    assert planner.port_plan(_NothingFast(), _PortingLLM(pending=False, passed={"rowwise"})).role == "full_reduce"
+    assert planner.port_plan(_NothingFast(), _PortingLLM(pending=False, passed={"full_reduce"})) is None
+    assert planner.port_plan(_NothingFast(), _PortingLLM(pending=False)).role == "rowwise"
     assert planner.port_plan(_NothingFast(), _PortingLLM(pending=False, small=False)) is None

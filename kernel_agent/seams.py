@@ -198,9 +198,9 @@ class Proposer(Protocol):
         """Whether one of its ported kernels awaits its verdict or a repair round."""
         ...
 
-    def port_passed(self, skeleton: str) -> bool:
-        """Whether a kernel it ported from `skeleton` passed its check (correct, or built and not run:
-        no GPU here, and correct on the CPU emulator where one ran): then no skeleton needs a new sample."""
+    def port_passed(self) -> bool:
+        """Whether one of its ported kernels passed its check (correct, or built and not run: no GPU
+        here, and correct on the CPU emulator where one ran): then no skeleton needs a new sample."""
         ...
 
     def next_repair(self, state: SearchState) -> Proposal | None: ...

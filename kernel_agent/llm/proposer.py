@@ -88,7 +88,7 @@ class LLMProposer:
         self.kernels_dir.mkdir(parents=True, exist_ok=True)
         self.trajectory = self.run_dir / "trajectory.jsonl"
         self._logged_results: set[tuple[int, int]] = set()
-        self._passed_ports: set[str] = set()  # skeletons one of whose ports passed its check
+        self._a_port_passed = False  # one of its ported kernels passed its check
         if self.trajectory.exists():  # a resumed run: its model answers are replayed, not asked again
             rows = [json.loads(line) for line in self.trajectory.read_text().splitlines() if line.strip()]
             self.recorded = [row for row in rows if row.get("type") == "call"]
@@ -141,8 +141,8 @@ class LLMProposer:
         return any((o := self.origins[a.candidate.kernel]).port is not None and o.round < MAX_PORT_REPAIRS
                    for a in self.repairs)
 
-    def port_passed(self, skeleton: str) -> bool:
-        return skeleton in self._passed_ports
+    def port_passed(self) -> bool:
+        return self._a_port_passed
 
     def usage(self) -> str:
         return f"LLM {self.calls} calls, {self.client.tokens_used} tokens" + ("" if self.enabled else " (off)")
@@ -188,10 +188,10 @@ class LLMProposer:
              base_fills: dict[str, str] | None = None, hotter: int = 0) -> Proposal | None:
         """Ask; `read` makes the answer a kernel file (a whole file or edits against the text the prompt
         showed, or slot fills); re-ask once when the answer is unusable or no new answer, at a higher
-        temperature for the latter. `grammar`: the answer's form, where the server enforces one.
-        `parent_source` (the text `read` applies a file or edit answer to) and `base_fills` (the fills a
-        port's repair answer goes over) are kept in the call's row, so that training reads answers the
-        same way (`train/judge.py`)."""
+        temperature for the latter (`hotter`: the first ask already that many steps wider). `grammar`:
+        the answer's form, where the server enforces one. `parent_source` (the text `read` applies a
+        file or edit answer to) and `base_fills` (the fills a port's repair answer goes over) are kept
+        in the call's row, so that training reads answers the same way (`train/judge.py`)."""
         if not self.enabled:
             return None
         template = "system_port.j2" if role.startswith("port:") else "system_small.j2" if self.small else "system.j2"
@@ -274,7 +274,7 @@ class LLMProposer:
             if outcome.status not in (Status.ok, Status.not_run):
                 self.repairs.append(attempt)
             elif origin.port is not None:
-                self._passed_ports.add(origin.port.skeleton.name)
+                self._a_port_passed = True
             if origin.port is not None and self.winners is not None:
                 keep_if_winner(self.winners, self.task, origin.port.skeleton, origin.port.fills, outcome,
                                self.run_dir.name)

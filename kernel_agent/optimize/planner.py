@@ -88,7 +88,7 @@ class Planner:
             return None
         first = next((n for n in self.ports if not self.ported[n]), None)
         if first is not None or not model.ports_first() or model.port_pending() \
-                or any(model.port_passed(n) for n in self.ports):
+                or model.port_passed():
             return first
         again = [n for n in self.ports if self.ported[n] < PORT_SAMPLES]
         return min(again, key=lambda n: self.ported[n], default=None)  # min keeps the first of equals

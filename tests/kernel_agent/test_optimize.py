@@ -373,7 +373,7 @@ class _CountingLLM:
     def port_pending(self) -> bool:
         return False
 
-    def port_passed(self, skeleton: str) -> bool:
+    def port_passed(self) -> bool:
         return False
 
     def next_repair(self, state):
@@ -438,9 +438,9 @@ class _PortingLLM(_CountingLLM):
     """A small model's proposer: ports first; `pending` says whether one of its ports awaits a verdict
     or a repair."""
 
-    def __init__(self, pending, passed=(), small=True):
+    def __init__(self, pending, passed=False, small=True):
         super().__init__()
-        self.pending, self.passed, self.small = pending, set(passed), small
+        self.pending, self.passed, self.small = pending, passed, small
 
     def ports_first(self) -> bool:
         return self.small
@@ -448,8 +448,8 @@ class _PortingLLM(_CountingLLM):
     def port_pending(self) -> bool:
         return self.pending
 
-    def port_passed(self, skeleton: str) -> bool:
-        return skeleton in self.passed
+    def port_passed(self) -> bool:
+        return self.passed
 
 
 class _NothingFast:
@@ -491,6 +491,6 @@ def test_a_small_model_ports_each_fitting_skeleton_again_once_its_ports_are_judg
     assert [planner.port_plan(_NothingFast(), _PortingLLM(pending=True)).role for _ in range(2)] == \
         ["rowwise", "full_reduce"]  # the first port of each does not wait
     assert planner.port_plan(_NothingFast(), _PortingLLM(pending=True)) is None
-    assert planner.port_plan(_NothingFast(), _PortingLLM(pending=False, passed={"full_reduce"})) is None
+    assert planner.port_plan(_NothingFast(), _PortingLLM(pending=False, passed=True)) is None
     assert planner.port_plan(_NothingFast(), _PortingLLM(pending=False)).role == "rowwise"
     assert planner.port_plan(_NothingFast(), _PortingLLM(pending=False, small=False)) is None

@@ -154,7 +154,7 @@ def fills_reader(skeleton: Skeleton, task: Task, base: Mapping[str, str],
             for k, v in given.items()}
         if not given:
             return ParsedAnswer(None, "none", "no slot blocks found. " + FORMAT.format(first=first)), None
-        fills = {**own, **given}
+        fills = with_used_members(skeleton, {**own, **given})
         fills.update(derive(skeleton, task, fills).fills)
         fills = with_dim_slots(skeleton, task, fills)
         missing = [f"slot {name} is missing: this task's outputs are written there"
@@ -247,6 +247,53 @@ def returning(skeleton: Skeleton, task: Task, name: str, fill: str) -> str:
     if store is None or store.group("out") not in task.outputs:
         return fill
     return "\n".join([*lines[:-1], f"return {store.group('value').strip()};"])
+
+
+_TYPE_WORDS = {"const", "float", "int", "unsigned", "long", "double", "bool", "short"}
+
+
+def with_used_members(skeleton: Skeleton, fills: Mapping[str, str]) -> dict[str, str]:
+    """The fills with each member of the statistics struct that the code slots use (`s.sq += v * v;`, as
+    the contracts' examples do) but the fields slot does not declare, declared `float NAME;` (zero: a
+    sum's empty value); the local model used `s.sum` and `s.sq` without declaring them. A member of
+    another type, or one whose empty value is not zero, is the model's to declare."""
+    fields = next((slot.name for slot in skeleton.slots if slot.kind == "fields"), None)
+    if fields is None:
+        return dict(fills)
+    declared = _member_names(normalize_fills(skeleton, {fields: fills.get(fields, "")})[fields])
+    used: dict[str, None] = {}
+    for slot in skeleton.slots:
+        objects = _state_arguments(skeleton, slot.name)
+        if objects and (text := fills.get(slot.name, "")):
+            pattern = r"(?<![\w.>])(?:" + "|".join(objects) + r")\s*\.\s*([A-Za-z_]\w*)"
+            used.update(dict.fromkeys(re.findall(pattern, text)))
+    missing = [name for name in used if name not in declared]
+    if not missing:
+        return dict(fills)
+    state = fills.get(fields, "").rstrip()
+    return {**fills, fields: "\n".join([*([state] if state.strip() else []), *(f"float {n};" for n in missing)])}
+
+
+def _member_names(fields: str) -> set[str]:
+    """The names a fields fill declares (`float m = -INFINITY, sum = 0.f;`: m and sum)."""
+    names = set()
+    for statement in fields.split(";"):
+        words = statement.replace(",", " , ").split()
+        while words and words[0] in _TYPE_WORDS:
+            words = words[1:]
+        for part in " ".join(words).split(","):
+            if m := _NAME.match(part.strip()):
+                names.add(m.group(0))
+    return names
+
+
+def _state_arguments(skeleton: Skeleton, name: str) -> list[str]:
+    """The arguments of a body slot's contract signature typed as the statistics struct (`State& s`)."""
+    slot = skeleton.slot(name)
+    m = _SIGNATURE.match(slot.contract) if slot is not None and slot.kind == "body" else None
+    if m is None:
+        return []
+    return [part.split()[-1].lstrip("*&") for part in m.group("args").split(",") if "State" in part]
 
 
 _BLOCK = re.compile(r"^\s*```[^\n`]*\n(.*?)^\s*```", re.MULTILINE | re.DOTALL)

@@ -46,6 +46,10 @@ PARSE_RETRIES = 1  # re-asks when an answer cannot be parsed or applied, or is n
 EXAMPLE_LINES = 180  # the longest expert kernel shown as the family's example (a small model gets a teaching one)
 SMALL_MAX_TOKENS = 2048  # a small model's answer: a whole short kernel fits; a runaway answer stops sooner
 PORT_MAX_TOKENS = 1024  # slot fills are a few lines each: a longer answer is a model repeating itself
+# A fresh port sample of a skeleton ported before: sampled wider than the configured temperature so that it
+# differs, but not as wide as a re-ask's 1.0. The local Qwen2.5-Coder-1.5B's first port answers compiled 17
+# times in 30 at 0.2 and its fresh samples 6 in 30 at 1.0 (tests/data/llm/emulated_loop/, fourth round).
+SAMPLE_TEMPERATURE = 0.6
 
 
 @dataclass
@@ -118,11 +122,10 @@ class LLMProposer:
         grammar = answer_grammar(skeleton, [s["name"] for s in view["slots"]],
                                  {s["name"] for s in view["slots"] if s["optional"]})
         role = f"port:{skeleton.name}"
-        # a fresh sample of a skeleton ported before is drawn wider, as a re-ask after no new answer is
         again = any(a.role == role and a.round == 0 for a in self.history.answered)
         return self._ask(render(plan.prompt, **context), role, 0, plan.parent,
                          lambda text, finished, _earlier: read(text, finished), short=True, grammar=grammar,
-                         hotter=int(again))
+                         first_temperature=SAMPLE_TEMPERATURE if again else None)
 
     def _extras(self, state: SearchState) -> Extras:
         return Extras(small=self.small, earlier=self.history.earlier(state), example=self.example,
@@ -176,7 +179,7 @@ class LLMProposer:
         grammar = answer_grammar(skeleton, to_fix, optional=() if context["failure"]["slots_to_fix"] else to_fix)
         return self._ask(render("repair_port.j2", **context), origin.role, origin.round + 1, failed.candidate,
                          lambda text, finished, _earlier: read(text, finished), short=True, grammar=grammar,
-                         base_fills=port.fills)
+                         base_fills=port.fills, reask_repeats=False)
 
     def _kernel_grammar(self) -> str | None:
         """A small model answers with one ```cuda block, a whole file or the functions it changes (where
@@ -185,10 +188,13 @@ class LLMProposer:
 
     def _ask(self, prompt: str, role: str, round_: int, parent: Candidate, read: Reader,
              short: bool, grammar: str | None = None, parent_source: str | None = None,
-             base_fills: dict[str, str] | None = None, hotter: int = 0) -> Proposal | None:
+             base_fills: dict[str, str] | None = None, first_temperature: float | None = None,
+             reask_repeats: bool = True) -> Proposal | None:
         """Ask; `read` makes the answer a kernel file (a whole file or edits against the text the prompt
         showed, or slot fills); re-ask once when the answer is unusable or no new answer, at a higher
-        temperature for the latter (`hotter`: the first ask already that many steps wider). `grammar`:
+        temperature for the latter (`first_temperature`: the first ask's, where not the configured one).
+        `reask_repeats=False`: no new answer ends the ask (a port repair: the model resends the fills it
+        was shown, and a fresh port sample does better than a re-ask, `Planner.port_plan`). `grammar`:
         the answer's form, where the server enforces one. `parent_source` (the text `read` applies a
         file or edit answer to) and `base_fills` (the fills a port's repair answer goes over) are kept
         in the call's row, so that training reads answers the same way (`train/judge.py`)."""
@@ -197,9 +203,11 @@ class LLMProposer:
         template = "system_port.j2" if role.startswith("port:") else "system_small.j2" if self.small else "system.j2"
         system = render(template, arch=self.arch)
         messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
+        hotter = 0
         for ask in range(1, 2 + PARSE_RETRIES):
             messages, repeats = self.history.unsent(messages)
-            temperature = history_temperature(max(repeats, hotter))
+            temperature = history_temperature(max(repeats, hotter)) if max(repeats, hotter) \
+                else first_temperature
             completion = self._complete(messages, role if round_ == 0 else f"{role} repair {round_}", ask,
                                         temperature, grammar)
             if completion is None:
@@ -232,6 +240,8 @@ class LLMProposer:
                 return Proposal(self.space.default(label), parent=parent, note=f"LLM {role}, round {round_}")
             again = render("repair_unparsed.j2", feedback=problem, small=self.small, short=short)
             resent = problem.startswith("no new answer")
+            if resent and not reask_repeats:
+                return None
             if resent:
                 hotter += 1
             messages = reask(messages, prompt, text, again, afresh=resent or completion["finish_reason"] == "length")

@@ -11,11 +11,13 @@ import pytest
 from typer.testing import CliRunner
 
 from kernel_agent.cli import app
-from sandbox import emulator_unavailable
+from kernel_agent.llm.proposer import SAMPLE_TEMPERATURE
+from sandbox import compile_many, emulator_unavailable
 from tests.llm.fake_server import FakeOpenAI, answer
 from tests.llm.test_compile_only_loop import no_gpu  # noqa: F401  (a fixture)
 from tests.llm.test_optimize_llm import config_file
 from tests.paths import ROOT
+from tests.skeletons.test_rowwise import HAS_NVRTC
 
 SOFTPLUS = ROOT / "tasks" / "naive" / "softplus.yaml"
 FILL = (ROOT / "tests" / "data" / "ports" / "softplus.md").read_text()
@@ -148,6 +150,29 @@ def test_an_epilogue_that_loops_over_its_own_arguments_is_read_as_the_loops_body
     assert port is not None and "for (int j = 0; j < 2; ++j) s += acc;" in port.fills["EPILOGUE"]
 
 
+def test_state_members_the_code_slots_use_but_state_does_not_declare_are_declared_as_sums():
+    """The local model wrote `s.sq += d * d;` and `s.sum += o.sum;`, as the contracts' examples do, without
+    declaring sq or sum in STATE ("class kg_state has no member"): they are declared zero, a sum's empty
+    value; a member STATE declares keeps its declaration."""
+    from kernel_agent.llm.porting import fills_reader
+    from kernel_agent.skeletons import library
+    from kernel_agent.task import load_task
+
+    matvec = load_task(ROOT / "tasks" / "naive" / "matvec.yaml")
+    answer_text = ("```ADD\ns.acc += v * x[col];\n```\n```MERGE\ns.acc += o.acc;\n```\n"
+                   "```FINISH\ny[row] = s.acc;\n```\n")
+    parsed, port = fills_reader(library()["rowwise"], matvec, {}, "h")(answer_text, True)
+    assert port is not None, parsed.feedback
+    assert port.fills["STATE"] == "float acc;"
+    counted = answer_text.replace("s.acc += v", "s.n += 1.f; s.acc += v")
+    declared = "```STATE\nfloat m = -INFINITY, n = 0.f;\n```\n" + counted
+    _, port = fills_reader(library()["rowwise"], matvec, {}, "h")(declared, True)
+    assert port is not None and port.fills["STATE"] == "float m = -INFINITY, n = 0.f;\nfloat acc;"
+    if HAS_NVRTC:
+        (result,) = compile_many([{"source": port.instance.source, "entries": ["kagent_rowwise"], "arch": "sm_90"}])
+        assert result.ok, result.log
+
+
 def test_a_placeholder_block_is_no_fill():
     from kernel_agent.skeletons import library, normalize_fills
 
@@ -156,20 +181,21 @@ def test_a_placeholder_block_is_no_fill():
 
 
 @pytest.mark.skipif(emulator_unavailable() is not None, reason=str(emulator_unavailable()))
-def test_a_small_model_ports_again_afresh_when_its_repairs_give_no_new_answer(tmp_path, no_gpu):  # noqa: F811
-    """The local model's usual run (tests/data/llm/emulated_loop/): its first port is wrong, and its repairs
-    resend the same fills. Rather than a whole-kernel rewrite, the skeleton is ported again as a fresh
-    sample, drawn wider, with the earlier port's verdict in the prompt; that sample is correct."""
+def test_a_small_model_ports_again_afresh_when_its_repair_gives_no_new_answer(tmp_path, no_gpu):  # noqa: F811
+    """The local model's usual run (tests/data/llm/emulated_loop/): its first port is wrong, and its repair
+    resends the same fills. That ends the repair, with no re-ask (a re-ask mostly resent them again), and
+    rather than a whole-kernel rewrite the skeleton is ported again as a fresh sample, drawn wider, with the
+    earlier port's verdict in the prompt; that sample is correct."""
     gelu = "```VALUE\nconst float v = x[i];\nreturn v / (1.f + expf(-2.f * v));\n```\n"  # another task's math
     right = "```VALUE\nconst float v = x[i];\nreturn v > 20.f ? v : log1pf(expf(v));\n```\n"
-    _, _, calls, attempts = run(tmp_path, [answer(gelu), answer(gelu), answer(gelu), answer(right)],
+    _, _, calls, attempts = run(tmp_path, [answer(gelu), answer(gelu), answer(right)],
                                 "--batch", "1", "--emulate", "--llm-small")
-    assert [(c["role"], c["round"], c["kernel"]) for c in calls[:4]] == [
-        ("port:elementwise", 0, "llm1"), ("port:elementwise", 1, None), ("port:elementwise", 1, None),
-        ("port:elementwise", 0, "llm2")]
+    assert [(c["role"], c["round"], c["kernel"]) for c in calls[:3]] == [
+        ("port:elementwise", 0, "llm1"), ("port:elementwise", 1, None), ("port:elementwise", 0, "llm2")]
+    assert calls[1]["feedback"].startswith("no new answer")
     verdicts = {a["kernel"]: a["status"] for a in attempts}
     assert verdicts["llm1"] == "wrong_result" and verdicts["llm2"] == "not_run"  # correct on the CPU emulator
-    again = calls[3]
-    assert again["temperature"] == 1.0 and calls[0]["temperature"] is None
+    again = calls[2]
+    assert again["temperature"] == SAMPLE_TEMPERATURE and calls[0]["temperature"] is None
     assert "llm1 (port:elementwise): wrong_result" in again["messages"][-1]["content"]
-    assert not any(c["role"] == "port:elementwise" for c in calls[4:])  # a port passed: no more samples
+    assert not any(c["role"] == "port:elementwise" for c in calls[3:])  # a port passed: no more samples

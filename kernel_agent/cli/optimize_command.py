@@ -56,7 +56,8 @@ def optimize(
                                             help="Stop after this many seconds (then finish the report)."),
     strategy: str = typer.Option("agent", help="agent (planner + specialists), random, exhaustive or evolutionary."),
     seed: int = typer.Option(0, min=0, max=MAX_SEED,
-                             help="Seed of the search (a replayed run is deterministic for a seed)."),
+                             help="Seed of the search (a replayed run is deterministic for a seed) and of the "
+                                  "model's sampling (another seed asks for other samples)."),
     batch: int = typer.Option(4, min=1, max=MAX_BATCH, help="Candidates proposed and ranked together."),
     executor: str = typer.Option("auto",
                                  help="gpu (measure now), replay (a recorded sweep), compile-only "

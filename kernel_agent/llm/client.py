@@ -49,6 +49,8 @@ READ_GRACE_S = 1.0  # the SDK's per-read timeout trails the attempt's deadline, 
 HINT = "is the server running? check --llm-base-url / OPENAI_BASE_URL"
 KEY_HINT = "OPENAI_API_KEY or the config file's [llm] api_key"
 MODEL_HINT = "--llm MODEL, KAGENT_LLM_MODEL or the config file's [llm] model"
+SEED_STRIDE = 100_000  # request seeds of runs with another --seed start this far apart
+SEED_LIMIT = 2**31  # request seeds wrap below this: servers read them as 32-bit (llama.cpp) or 64-bit integers
 
 
 def _plural(n: int, word: str) -> str:
@@ -58,8 +60,9 @@ def _plural(n: int, word: str) -> str:
 class LLMClient:
     """Chat completions against one model; counts calls and tokens across a run."""
 
-    def __init__(self, config: LLMConfig, sleep: Callable[[float], None] = time.sleep):
+    def __init__(self, config: LLMConfig, sleep: Callable[[float], None] = time.sleep, seed: int = 0):
         self.config = config
+        self.seed = seed  # the run's: its calls send seeds of their own, SEED_STRIDE apart from another seed's
         self.base_url = config.display_url or DEFAULT_BASE_URL  # as shown: without credentials
         self.tokens_used = 0
         self.calls = 0
@@ -86,10 +89,11 @@ class LLMClient:
         sent = [{**m, "content": redact(m["content"])} for m in messages]
         attempts = 0
         # a seed of its own for each call (its HTTP retries keep it): a server that seeds every request
-        # alike (llama.cpp's) would give a re-ask the same answer, word for word, even when hotter
+        # alike (llama.cpp's) would give a re-ask the same answer, word for word, even when hotter; and
+        # runs with another --seed ask with other seeds (another sample of the same prompts)
         sampling = {"temperature": self.config.temperature if temperature is None else temperature,
                     "max_tokens": min(self.config.max_tokens, max_tokens or self.config.max_tokens),
-                    "seed": self.calls + 1}
+                    "seed": (self.seed * SEED_STRIDE + self.calls + 1) % SEED_LIMIT}
         extra = request_fields(self.config.grammar, grammar)
 
         def attempt() -> Reply:

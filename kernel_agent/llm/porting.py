@@ -253,25 +253,26 @@ _TYPE_WORDS = {"const", "float", "int", "unsigned", "long", "double", "bool", "s
 
 
 def with_used_members(skeleton: Skeleton, fills: Mapping[str, str]) -> dict[str, str]:
-    """The fills with each member of the statistics struct that the code slots use (`s.sq += v * v;`, as
-    the contracts' examples do) but the fields slot does not declare, declared `float NAME;` (zero: a
-    sum's empty value); the local model used `s.sum` and `s.sq` without declaring them. A member of
-    another type, or one whose empty value is not zero, is the model's to declare."""
+    """The fills with the statistics struct read as the contracts say: a member reached through the
+    struct as if it were a pointer (`s->acc`) reached with a dot, and each member the code slots use
+    (`s.sq += v * v;`, as the contracts' examples do) but the fields slot does not declare, declared
+    `float NAME;` (zero: a sum's empty value). The local model wrote both. A member of another type, or
+    one whose empty value is not zero, is the model's to declare."""
     fields = next((slot.name for slot in skeleton.slots if slot.kind == "fields"), None)
     if fields is None:
         return dict(fills)
-    declared = _member_names(normalize_fills(skeleton, {fields: fills.get(fields, "")})[fields])
-    used: dict[str, None] = {}
+    out, used = dict(fills), {}
     for slot in skeleton.slots:
         objects = _state_arguments(skeleton, slot.name)
-        if objects and (text := fills.get(slot.name, "")):
-            pattern = r"(?<![\w.>])(?:" + "|".join(objects) + r")\s*\.\s*([A-Za-z_]\w*)"
-            used.update(dict.fromkeys(re.findall(pattern, text)))
-    missing = [name for name in used if name not in declared]
-    if not missing:
-        return dict(fills)
-    state = fills.get(fields, "").rstrip()
-    return {**fills, fields: "\n".join([*([state] if state.strip() else []), *(f"float {n};" for n in missing)])}
+        if objects and (text := out.get(slot.name, "")):
+            member = re.compile(r"(?<![\w.>])(" + "|".join(objects) + r")\s*(?:\.|->)\s*([A-Za-z_]\w*)")
+            out[slot.name] = member.sub(r"\1.\2", text)
+            used.update(dict.fromkeys(name for _, name in member.findall(text)))
+    declared = _member_names(normalize_fills(skeleton, {fields: out.get(fields, "")})[fields])
+    if missing := [name for name in used if name not in declared]:
+        state = out.get(fields, "").rstrip()
+        out[fields] = "\n".join([*([state] if state.strip() else []), *(f"float {n};" for n in missing)])
+    return out
 
 
 def _member_names(fields: str) -> set[str]:

@@ -301,7 +301,8 @@ def _write_start(run: Run, notice: Callable[[str], None], url: str | None, worke
     if run.config.executor == "gpu":
         gpu = SharedGpu(device, worker)
     try:
-        path = first_kernel(Path(run.config.task_file), run.task, run.folder, _client(settings, url), settings.small,
+        client = _client(settings, url, run.config.seed)
+        path = first_kernel(Path(run.config.task_file), run.task, run.folder, client, settings.small,
                             run.config.arch, gpu, FIRST_KERNEL_ROUNDS, notice)
     finally:
         if gpu is not None:
@@ -313,7 +314,7 @@ def _write_start(run: Run, notice: Callable[[str], None], url: str | None, worke
     run.task = starting(run.task, run.config, run.folder)
 
 
-def _client(settings: LLMSettings, url: str | None) -> LLMClient:
+def _client(settings: LLMSettings, url: str | None, seed: int) -> LLMClient:
     from ..llm.client import LLMClient
     from ..llm.settings import load_llm_config
 
@@ -321,7 +322,7 @@ def _client(settings: LLMSettings, url: str | None) -> LLMClient:
                                  token_budget=settings.token_budget, timeout_s=settings.timeout_s,
                                  grammar=settings.grammar)
     assert llm_config is not None  # a model is named
-    return LLMClient(llm_config)
+    return LLMClient(llm_config, seed=seed)
 
 
 def _llm_proposer(run: Run, space: Space, notice: Callable[[str], None], url: str | None) -> Proposer | None:
@@ -330,8 +331,8 @@ def _llm_proposer(run: Run, space: Space, notice: Callable[[str], None], url: st
         return None
     from ..llm.proposer import LLMProposer
 
-    proposer = LLMProposer(_client(settings, url), run.task, space, run.folder, generic=run.config.generic,
-                           arch=run.config.arch, notice=notice, small=settings.small,
+    proposer = LLMProposer(_client(settings, url, run.config.seed), run.task, space, run.folder,
+                           generic=run.config.generic, arch=run.config.arch, notice=notice, small=settings.small,
                            winners=run.out / WINNERS_FOLDER)
     if run.config.time_limit_s is not None:  # no model call outlives the run's time limit
         proposer.deadline = time.monotonic() + run.config.time_limit_s

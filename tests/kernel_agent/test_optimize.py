@@ -474,6 +474,38 @@ def test_a_small_models_rewrites_wait_for_its_ports_and_their_repairs():
     assert planner._next_port(_NothingFast(), _PortingLLM(pending=False)) is None  # then rewrites may come
 
 
+class _RepairingLLM(_PortingLLM):
+    """A small model's proposer with two of its ports queued for repair: the first repair's answer is no
+    new answer (nothing to propose), the second's a kernel."""
+
+    def __init__(self):
+        super().__init__(pending=True)
+        self.repairs = [None, "repaired"]
+        self.plans = []
+
+    def has_repair(self) -> bool:
+        return bool(self.repairs)
+
+    def next_repair(self, state):
+        return self.repairs.pop(0)
+
+    def propose(self, state, plan):
+        self.plans.append(plan.action)
+        return None
+
+
+def test_with_nothing_else_to_try_a_small_models_queued_repairs_go_before_any_rewrite():
+    """A repair that came to nothing leaves the others queued: the next one is asked for, not a whole-kernel
+    rewrite (the local model's conv1d run spent a third of its time on rewrites while ports awaited repair)."""
+    from kernel_agent.optimize.strategies.agent import AgentStrategy
+
+    llm = _RepairingLLM()
+    strategy = AgentStrategy(llm=llm, ports=["rowwise"])
+    strategy.planner.ported["rowwise"] = 1
+    assert strategy._new_structure(_NothingFast()) == ["repaired"] and llm.plans == []
+    assert strategy._new_structure(_NothingFast()) == [] and "rewrite" in llm.plans  # no repair left: a rewrite
+
+
 def test_a_small_model_ports_each_fitting_skeleton_again_once_its_ports_are_judged_and_repaired():
     """Fresh samples, the least-sampled first and the likeliest among equals; none while a port awaits its
     verdict or a repair, none once a port passed, none for a model that is not small."""

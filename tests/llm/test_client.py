@@ -324,3 +324,15 @@ def test_each_call_has_a_seed_of_its_own_so_a_re_ask_can_differ():
         client.complete(MESSAGES, temperature=0.7)
         seeds = [body["seed"] for body in server.requests]
     assert seeds == [1, 2]
+
+
+def test_a_run_with_another_seed_asks_with_other_seeds():
+    """`optimize --seed 1` samples the model anew (the same prompts, other request seeds); --seed 0's stay."""
+    from kernel_agent.llm.client import SEED_STRIDE, LLMClient
+    with FakeOpenAI([answer("a"), answer("b")]) as server:
+        config = client_for(server.base_url, Recorder(), api_key="k", max_attempts=1).config
+        client = LLMClient(config, seed=1)
+        client.complete(MESSAGES)
+        client.complete(MESSAGES)
+        seeds = [body["seed"] for body in server.requests]
+    assert seeds == [SEED_STRIDE + 1, SEED_STRIDE + 2]

@@ -153,7 +153,7 @@ def test_an_epilogue_that_loops_over_its_own_arguments_is_read_as_the_loops_body
 def test_state_members_the_code_slots_use_but_state_does_not_declare_are_declared_as_sums():
     """The local model wrote `s.sq += d * d;` and `s.sum += o.sum;`, as the contracts' examples do, without
     declaring sq or sum in STATE ("class kg_state has no member"): they are declared zero, a sum's empty
-    value; a member STATE declares keeps its declaration."""
+    value; a member STATE declares keeps its declaration; `s->acc` (matvec's answer) is `s.acc`."""
     from kernel_agent.llm.porting import fills_reader
     from kernel_agent.skeletons import library
     from kernel_agent.task import load_task
@@ -168,6 +168,9 @@ def test_state_members_the_code_slots_use_but_state_does_not_declare_are_declare
     declared = "```STATE\nfloat m = -INFINITY, n = 0.f;\n```\n" + counted
     _, port = fills_reader(library()["rowwise"], matvec, {}, "h")(declared, True)
     assert port is not None and port.fills["STATE"] == "float m = -INFINITY, n = 0.f;\nfloat acc;"
+    arrows = answer_text.replace("s.", "s->").replace("o.", "o->")  # the struct is a reference, not a pointer
+    _, port = fills_reader(library()["rowwise"], matvec, {}, "h")(arrows, True)
+    assert port is not None and port.fills["MERGE"] == "s.acc += o.acc;" and port.fills["STATE"] == "float acc;"
     if HAS_NVRTC:
         (result,) = compile_many([{"source": port.instance.source, "entries": ["kagent_rowwise"], "arch": "sm_90"}])
         assert result.ok, result.log
@@ -199,3 +202,17 @@ def test_a_small_model_ports_again_afresh_when_its_repair_gives_no_new_answer(tm
     assert again["temperature"] == SAMPLE_TEMPERATURE and calls[0]["temperature"] is None
     assert "llm1 (port:elementwise): wrong_result" in again["messages"][-1]["content"]
     assert not any(c["role"] == "port:elementwise" for c in calls[3:])  # a port passed: no more samples
+
+
+def test_optimize_with_another_seed_samples_the_model_with_other_seeds(tmp_path, no_gpu):  # noqa: F811
+    from kernel_agent.llm.client import SEED_STRIDE
+
+    config = config_file(tmp_path, timeout_s=5.0, max_attempts=1)
+    with FakeOpenAI([answer(FILL)]) as server:
+        result = CliRunner().invoke(app, [
+            "optimize", str(SOFTPLUS), "--out", str(tmp_path / "out"), "--budget", "2", "--batch", "1",
+            "--no-warm-start", "--seed", "2", "--llm", "test-model", "--llm-base-url", server.base_url],
+            env={"KAGENT_CONFIG": str(config), "OPENAI_API_KEY": ""})
+        seeds = [body["seed"] for body in server.requests]
+    assert result.exit_code == 0, result.output
+    assert seeds and seeds[0] == 2 * SEED_STRIDE + 1

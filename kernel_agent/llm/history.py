@@ -88,9 +88,9 @@ def same_as(space: Space, source: str, repair: bool) -> str | None:
     return None
 
 
-def temperature(hotter: int) -> float | None:
-    """None (the configured temperature) for a first ask; wider sampling for a repeat."""
-    return REPEAT_TEMPERATURES[min(hotter, len(REPEAT_TEMPERATURES)) - 1] if hotter else None
+def temperature(hotter: int, first: float | None = None) -> float | None:
+    """`first` for a first ask (None: the configured temperature); wider sampling for a repeat."""
+    return REPEAT_TEMPERATURES[min(hotter, len(REPEAT_TEMPERATURES)) - 1] if hotter else first
 
 
 def reask(messages: list[dict[str, str]], prompt: str, answer: str, again: str, afresh: bool) -> list[dict[str, str]]:

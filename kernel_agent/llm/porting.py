@@ -290,11 +290,8 @@ def _member_names(fields: str) -> set[str]:
 
 def _state_arguments(skeleton: Skeleton, name: str) -> list[str]:
     """The arguments of a body slot's contract signature typed as the statistics struct (`State& s`)."""
-    slot = skeleton.slot(name)
-    m = _SIGNATURE.match(slot.contract) if slot is not None and slot.kind == "body" else None
-    if m is None:
-        return []
-    return [part.split()[-1].lstrip("*&") for part in m.group("args").split(",") if "State" in part]
+    signature = _signature(skeleton, name)
+    return [argument for declared, argument in signature[1] if "State" in declared] if signature else []
 
 
 _BLOCK = re.compile(r"^\s*```[^\n`]*\n(.*?)^\s*```", re.MULTILINE | re.DOTALL)
@@ -319,21 +316,23 @@ _UNDEFINED = re.compile(r'identifier "(\w+)" is undefined')
 _SIGNATURE = re.compile(r"^`(?:const\s+)?(?P<type>[A-Za-z_]\w*)[\s*&]*\w+\((?P<args>[^)`]*)\)`")
 
 
-def _signature(skeleton: Skeleton, name: str) -> tuple[str, list[str]] | None:
+def _signature(skeleton: Skeleton, name: str) -> tuple[str, list[tuple[str, str]]] | None:
     """A body slot's function as its contract opens with it (`float combine(PARAMS, float acc,
-    float v)`): its return type and its argument names, PARAMS among them; None for other slots."""
+    float v)`): its return type and its arguments, each as declared and by name, PARAMS among them;
+    None for other slots."""
     slot = skeleton.slot(name)
     m = _SIGNATURE.match(slot.contract) if slot is not None and slot.kind == "body" else None
     if m is None:
         return None
-    return m.group("type"), [part.split()[-1].lstrip("*&") for part in m.group("args").split(",") if part.strip()]
+    parts = [part.strip() for part in m.group("args").split(",") if part.strip()]
+    return m.group("type"), [(part, part.split()[-1].lstrip("*&")) for part in parts]
 
 
 def slot_arguments(skeleton: Skeleton, slot: str) -> list[str]:
     """The arguments a body slot's contract signature gives beside the task's parameters
     (`float combine(PARAMS, float acc, float v)`: acc, v)."""
     signature = _signature(skeleton, slot)
-    return [name for name in signature[1] if name != "PARAMS"] if signature else []
+    return [name for _, name in signature[1] if name != "PARAMS"] if signature else []
 
 
 def repair_view(port: Port, failed: Attempt, task: Task) -> dict:

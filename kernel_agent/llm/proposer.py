@@ -206,8 +206,7 @@ class LLMProposer:
         hotter = 0
         for ask in range(1, 2 + PARSE_RETRIES):
             messages, repeats = self.history.unsent(messages)
-            temperature = history_temperature(max(repeats, hotter)) if max(repeats, hotter) \
-                else first_temperature
+            temperature = history_temperature(max(repeats, hotter), first_temperature)
             completion = self._complete(messages, role if round_ == 0 else f"{role} repair {round_}", ask,
                                         temperature, grammar)
             if completion is None:

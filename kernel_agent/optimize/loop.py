@@ -40,6 +40,18 @@ class RunResult:
         return self.state.best()
 
 
+def _nothing_left(state: SearchState) -> str:
+    """Why a run with budget left stops: no strategy or model offers a new candidate."""
+    if state.correct():
+        return ("no new candidate: the space (less what failure rules forbid) is exhausted and no model offers a "
+                "new kernel")
+    built = sorted({a.candidate.kernel for a in state.attempts if a.outcome.status is Status.not_run})
+    if built:
+        return (f"no new candidate: the kernels built here ({', '.join(built)}) have not run (no GPU here), so none "
+                "is tuned yet; `kagent measure RUN` measures them on a GPU")
+    return "no new candidate: no kernel has been measured correct, so none is tuned, and no model offers a new kernel"
+
+
 def search(config: RunConfig, space: Space, executor: Executor, strategy: Strategy, run_dir: Path, store: Store,
            on_batch: Callable[[SearchState, list[Attempt]], None] | None = None) -> RunResult:
     """Propose, evaluate, reward, learn, log, until the budget or the time limit is spent; attempts
@@ -63,10 +75,7 @@ def search(config: RunConfig, space: Space, executor: Executor, strategy: Strate
             break
         proposals = strategy.propose(state, min(config.batch, config.budget - len(state.attempts)))
         if not proposals:
-            result.stopped = ("no new candidate: the space (less what failure rules forbid) is exhausted and no "
-                              "model offers a new kernel") if state.correct() else (
-                              "no new candidate: no kernel has been measured correct, so none is tuned, and no model "
-                              "offers a new kernel")
+            result.stopped = _nothing_left(state)
             break
         batch, reused = _measure(executor, proposals, len(state.attempts) + 1, state.attempts[-1].batch + 1, earlier)
         reward_batch(state, batch)

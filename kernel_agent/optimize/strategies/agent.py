@@ -105,7 +105,9 @@ class AgentStrategy(Strategy):
             while self.planner.repair_plan(self.llm):  # each next_repair takes at least one off the queue
                 if repair := self.llm.next_repair(state):
                     return [repair]
-            plan = self.planner.port_plan(state, self.llm) or self.planner.new_structure_plan(state)
+            plan = self.planner.port_plan(state, self.llm) or self.planner.new_structure_plan(state, self.llm)
+            if plan is None:
+                break
             if proposal := self.llm.propose(state, plan):
                 return [proposal]
         return []

@@ -107,10 +107,26 @@ def instantiate(skeleton: Skeleton, task: Task, fills: Mapping[str, str], header
         for m in PLACEHOLDER.finditer(line):
             if m.group(1) not in BUILTINS:
                 spans.setdefault(m.group(1), []).append((start, start))
-        lines.append(PLACEHOLDER.sub(lambda m: _inline(skeleton.slot(m.group(1)), values[m.group(1)]), line))
+        line_values = {**values, "params": shadowed_params(task, line)} if "params" in line else values
+        lines.append(PLACEHOLDER.sub(lambda m: _inline(skeleton.slot(m.group(1)), line_values[m.group(1)]), line))
     return Instance(skeleton.name, "\n".join(lines) + "\n", spans)
 
 
+
+
+_AFTER_PARAMS = re.compile(r"\{\{\s*params\s*\}\}(?P<rest>[^)]*)\)")
+SHADOWED = "kg_shadowed_"
+
+
+def shadowed_params(task: Task, line: str) -> str:
+    """The task's C parameters for a signature line that declares more arguments after them (a slot's
+    `float combine({{params}}, float a, float b)`): a task parameter with the name of one of those (matvec's
+    matrix `a`) is renamed there, as a local would shadow it, rather than declared twice (a compile error
+    whatever the fill)."""
+    m = _AFTER_PARAMS.search(line)
+    own = set(re.findall(r"(\w+)\s*(?:,|$)", m.group("rest").strip())) if m else set()
+    return ", ".join(re.sub(r"(\w+)$", lambda n: SHADOWED + n.group(1) if n.group(1) in own else n.group(1), part)
+                     for part in task.c_parameters(restrict=True))
 
 
 def macros(skeleton: Skeleton) -> set[str]:

@@ -85,3 +85,23 @@ def test_a_sample_of_knob_combinations_of_every_fill_compiles():
     results = compile_many(jobs)
     failed = [(label, r.log) for label, r in zip(labels, results) if not r.ok]
     assert not failed, failed[0]
+
+
+@pytest.mark.skipif(not HAS_NVRTC, reason="needs NVRTC (cuda-bindings)")
+def test_a_task_parameter_named_like_a_slot_argument_is_shadowed_in_that_slot():
+    """matvec's matrix is `a`, and row_scan's COMBINE takes `(PARAMS, float a, float b)`: the slot's own
+    argument wins there, as a local would, instead of `a` declared twice (a compile error whatever the
+    model wrote: both of the local model's row_scan answers on matvec failed so in its fifth round)."""
+    from kernel_agent.skeletons.instance import SHADOWED
+
+    task = load_task(ROOT / "tasks" / "naive" / "matvec.yaml")
+    fills = {"ROWS": "M", "COLS": "K", "IN": "a", "OUT": "y", "IDENTITY": "0.f", "LOAD": "return v;",
+             "COMBINE": "return a + b;"}
+    source = instantiate(library()["row_scan"], task, fills).source
+    combine = next(line for line in source.splitlines() if "kagent_combine(" in line and "{" in line)
+    assert f"{SHADOWED}a" in combine and combine.endswith("float a, float b) {")
+    load = next(line for line in source.splitlines() if "kagent_load(" in line and "{" in line)
+    assert SHADOWED not in load and "const float* __restrict__ a," in load  # elsewhere `a` is the matrix
+    directives = parse_directives(source)
+    (result,) = compile_many([CompileJob(source, [e.name for e in directives.entries], {}, arch="sm_90")])
+    assert result.ok, result.log

@@ -98,7 +98,8 @@ def optimize(
                                                   "timeout_s, else 120, or 600 for a server on this machine]."),
     llm_small: bool | None = typer.Option(None, "--llm-small/--llm-large",
                                           help="Prompts for a small model (whole-file answers, knobs optional, "
-                                               "one answer format) or for a large one [default: small when the "
+                                               "one answer format; failed ports sampled afresh, not repaired) "
+                                               "or for a large one [default: small when the "
                                                "model's name says <= 8B parameters, or, saying nothing, when it "
                                                "is served on this machine]."),
     llm_port: bool = typer.Option(True, "--llm-port/--no-llm-port",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 
 from sandbox import ExprError, evaluate
 
@@ -107,8 +108,8 @@ def instantiate(skeleton: Skeleton, task: Task, fills: Mapping[str, str], header
         for m in PLACEHOLDER.finditer(line):
             if m.group(1) not in BUILTINS:
                 spans.setdefault(m.group(1), []).append((start, start))
-        line_values = {**values, "params": shadowed_params(task, line)} if "params" in line else values
-        lines.append(PLACEHOLDER.sub(lambda m: _inline(skeleton.slot(m.group(1)), line_values[m.group(1)]), line))
+        here = {**values, "params": shadowed_params(task, line)} if "params" in line else values
+        lines.append(PLACEHOLDER.sub(partial(_filled, skeleton, here), line))
     return Instance(skeleton.name, "\n".join(lines) + "\n", spans)
 
 
@@ -132,6 +133,11 @@ def shadowed_params(task: Task, line: str) -> str:
 def macros(skeleton: Skeleton) -> set[str]:
     """The names the skeleton defines as macros (its knobs among them): no task parameter may have one."""
     return set(re.findall(r"^\s*#\s*define\s+(\w+)", skeleton.template, re.MULTILINE))
+
+
+def _filled(skeleton: Skeleton, values: Mapping[str, str], placeholder: re.Match[str]) -> str:
+    """A placeholder's text: its fill (or the task's parameters or arguments), `_inline`d."""
+    return _inline(skeleton.slot(placeholder.group(1)), values[placeholder.group(1)])
 
 
 def _inline(slot: Slot | None, text: str) -> str:

@@ -146,8 +146,7 @@ class LLMProposer:
         judged = {call for call, _ in self._logged_results}  # calls whose kernel as written has an outcome
         if any(o.port is not None and o.call not in judged for o in self.origins.values()):
             return True
-        return any((o := self.origins[a.candidate.kernel]).port is not None and o.round < self._repair_rounds(o)
-                   for a in self.repairs)
+        return any(self.origins[a.candidate.kernel].port is not None for a in self.repairs)
 
     def _repair_rounds(self, origin: Origin) -> int:
         """How many repair rounds a kernel of this origin gets."""
@@ -162,20 +161,19 @@ class LLMProposer:
         return f"LLM {self.calls} calls, {self.client.tokens_used} tokens" + ("" if self.enabled else " (off)")
 
     def next_repair(self, state: SearchState) -> Proposal | None:
-        while self.repairs and self.enabled:
-            failed = self.repairs.pop(0)
-            origin = self.origins[failed.candidate.kernel]
-            if origin.round >= self._repair_rounds(origin):
-                continue
-            if origin.port is not None:
-                return self._repair_port(origin, origin.port, failed)
-            context = repair_context(self.task, self.space, state, failed, self._extras(state))
-            template = f"repair_{failed.outcome.status.value}.j2"
-            # the file as written: the compiler's line numbers refer to it
-            return self._ask(render(template, **context), origin.role, origin.round + 1, failed.candidate,
-                             _file_reader(context["source"]), context["short"],
-                             grammar=self._kernel_grammar(), parent_source=context["source"])
-        return None
+        """Ask for the repair of the first queued failure (`observe` queues only those with rounds left)."""
+        if not self.repairs or not self.enabled:
+            return None
+        failed = self.repairs.pop(0)
+        origin = self.origins[failed.candidate.kernel]
+        if origin.port is not None:
+            return self._repair_port(origin, origin.port, failed)
+        context = repair_context(self.task, self.space, state, failed, self._extras(state))
+        template = f"repair_{failed.outcome.status.value}.j2"
+        # the file as written: the compiler's line numbers refer to it
+        return self._ask(render(template, **context), origin.role, origin.round + 1, failed.candidate,
+                         _file_reader(context["source"]), context["short"],
+                         grammar=self._kernel_grammar(), parent_source=context["source"])
 
     def _repair_port(self, origin: Origin, port: Port, failed: Attempt) -> Proposal | None:
         """The fills and the failure's evidence go back; the slots the model resends replace theirs."""

@@ -9,6 +9,7 @@ import functools
 from pathlib import Path
 
 from ..task import Task, TaskError, load_task
+from .derive import derive
 from .fills import Fills, named_skeleton, parse_fills
 from .format import Skeleton, SkeletonError, Slot, parse_skeleton
 from .instance import Instance, check_fills, instantiate, normalize_fills
@@ -60,8 +61,9 @@ def suite_task(name: str) -> Task | None:
 
 def fitting(task: Task, folder: Path = LIBRARY) -> list[Skeleton]:
     """The skeletons that fit the task: those of its family (every skeleton when the task names no
-    family), the likeliest first (`ranking.py`)."""
-    skeletons = list(library(folder).values())
+    family) that its shapes do not rule out (`derive.py`: a row scan for a task whose output has no
+    input's shape), the likeliest first (`ranking.py`)."""
+    skeletons = [s for s in library(folder).values() if not derive(s, task).misfit]
     if task.family is not None:
         skeletons = [s for s in skeletons if task.family in s.families]
     return rank(task, skeletons, task.reference_source())

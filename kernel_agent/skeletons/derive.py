@@ -29,6 +29,7 @@ class Derived:
     fills: dict[str, str] = field(default_factory=dict)  # slot -> fill read off the shapes (or earlier fills)
     unused: frozenset[str] = frozenset()  # optional slots this task's shapes rule out: left empty
     needed: frozenset[str] = frozenset()  # optional slots this task's shapes call for (the output's writer)
+    misfit: str = ""  # why the task's shapes rule the skeleton out (empty: they do not)
 
 
 def derive(skeleton: Skeleton, task: Task, fills: Mapping[str, str] | None = None) -> Derived:
@@ -42,7 +43,7 @@ def derive(skeleton: Skeleton, task: Task, fills: Mapping[str, str] | None = Non
     declared = {s.name for s in skeleton.slots}
     optional = {s.name for s in skeleton.slots if s.optional}
     return Derived({k: v for k, v in found.fills.items() if k in declared and k not in known},
-                   frozenset(found.unused & optional), frozenset(found.needed & optional))
+                   frozenset(found.unused & optional), frozenset(found.needed & optional), found.misfit)
 
 
 @dataclass(frozen=True)
@@ -190,6 +191,9 @@ def _rowwise(shapes: _Shapes, known: dict[str, str]) -> Derived:
 def _row_scan(shapes: _Shapes, known: dict[str, str]) -> Derived:
     main = shapes.main()
     outs = shapes.out_floats()
+    inputs = {_squeeze(axes) for _, axes, _ in shapes.inputs}
+    if not any(_squeeze(axes) in inputs for _, axes, _ in shapes.outputs):
+        return Derived(misfit="a scan writes a value for every input value, and no output has an input's shape")
     if main is None or len(outs) != 1 or outs[0][1] != main[1]:
         return Derived()
     name, axes = main

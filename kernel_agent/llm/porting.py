@@ -82,11 +82,28 @@ def skeleton_view(skeleton: Skeleton, task: Task, shown: frozenset[str] = frozen
              if (s := skeleton.slot(name)) is not None]
     return {"name": skeleton.name, "summary": skeleton.summary, "fits": skeleton.fits,
             "slots": [{"name": s.name, "kind": KIND_WORDS[s.kind].format(dims=dims),
-                       "contract": in_scope_examples(s.contract, task.params, renames, telling,
-                                                     telling_only=s.name in shown),
+                       "contract": _without_params(in_scope_examples(s.contract, task.params, renames, telling,
+                                                                     telling_only=s.name in shown)),
+                       "scope": _scope(skeleton, task, s.name),
                        "optional": optional} for s, optional in slots],
             "required": [s.name for s, optional in slots if not optional],
             "given": chosen.given, "after": chosen.after, "unused": sorted(chosen.unused)}
+
+
+def _without_params(contract: str) -> str:
+    """A contract as the model reads it: its signature without the `PARAMS` stand-in for the task's
+    parameters (a small model wrote `PARAMS` into its fills), which the slot's scope line names."""
+    return re.sub(r"\(PARAMS(?:,\s*|(?=\)))", "(", contract, count=1)
+
+
+def _scope(skeleton: Skeleton, task: Task, name: str) -> dict[str, list[str]] | None:
+    """The names a body slot's code may use without declaring them: the task's parameters and the
+    slot's own arguments (None for the other kinds of slot). Shown in the prompt because a small
+    model's commonest compile error was a name from the naive kernel or the example, not in scope."""
+    slot = skeleton.slot(name)
+    if slot is None or slot.kind != "body":
+        return None
+    return {"params": list(task.params), "arguments": slot_arguments(skeleton, name)}
 
 
 def answer_grammar(skeleton: Skeleton, asked: Sequence[str], optional: Collection[str] = ()) -> str:

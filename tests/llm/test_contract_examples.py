@@ -106,3 +106,21 @@ def test_the_avgpool_port_prompt_under_a_maxpool_example_shows_the_average_not_t
     assert view["IDENTITY"].endswith("e.g. `0.f` (sum, average, convolution)")
     assert view["FINALIZE"].endswith("e.g. `return acc / count;` (average, avgpool)")
     assert "INFINITY" not in view["IDENTITY"] and "3" not in view["KH"]  # geometry: the task's own number
+
+
+def test_a_code_slot_names_its_scope_and_its_signature_drops_the_params_stand_in():
+    """The small model's commonest compile error was a name not in scope (the naive kernel's locals,
+    the example's names, `PARAMS` copied from the signature): each code slot lists what is in scope."""
+    from kernel_agent.llm.porting import port_prompt_context
+    from kernel_agent.llm.prompts import render
+
+    task = load_task(ROOT / "tasks" / "naive" / "frobenius_norm.yaml")
+    view = {s["name"]: s for s in skeleton_view(library()["full_reduce"], task)["slots"]}
+    assert view["TERM"]["contract"].startswith("`float term(long long i, float va, float vb)`")
+    assert view["TERM"]["scope"] == {"params": ["x", "y", "N", "C", "H", "W"], "arguments": ["i", "va", "vb"]}
+    prompt = render("port.j2", **port_prompt_context(task, "", library()["full_reduce"], []))
+    assert "In scope in TERM: x, y, N, C, H, W (the task's parameters); i, va, vb (its arguments)." in prompt
+    assert "PARAMS" not in prompt
+    maxpool = load_task(ROOT / "tasks" / "naive" / "maxpool1d.yaml")
+    window = skeleton_view(library()["window1d"], maxpool)["slots"]
+    assert all((s["scope"] is None) == (s["name"] not in ("ACCUMULATE", "FINALIZE")) for s in window)

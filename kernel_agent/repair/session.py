@@ -36,10 +36,25 @@ class SessionError(ValueError):
 
 
 class SessionFile(BaseModel):
-    task: str  # absolute path of the task file
+    task: str  # absolute path of the task file (on resume, found again under the working directory if moved)
     kernel: str  # absolute path of the user's kernel file (where `save` writes by default)
     started: str
     history: History
+
+
+def task_file_of(stored: str, root: Path | None = None) -> Path:
+    """The task file a session names: the path it was started with, else the longest tail of that path
+    found under `root` (the working directory): a session folder copied to a machine where the
+    checkout lies elsewhere (`/work/rb/tasks/level2/x.yaml` read as `tasks/level2/x.yaml`)."""
+    path = Path(stored)
+    if path.exists():
+        return path
+    parts = path.parts[1:] if path.is_absolute() else path.parts
+    for start in range(len(parts)):
+        candidate = (root or Path.cwd()).joinpath(*parts[start:])
+        if candidate.is_file():
+            return candidate
+    return path
 
 
 class RepairSession:
@@ -80,10 +95,16 @@ class RepairSession:
             raise SessionError(f"{folder} holds no repair session (no session.json)")
         try:
             info = SessionFile.model_validate_json(path.read_text(encoding="utf-8"))
-            task = load_task(Path(info.task))
+            task_file = task_file_of(info.task)
+            task = load_task(task_file)
         except (ValidationError, OSError, TaskError) as exc:
             raise SessionError(f"{path} cannot be read: {exc}") from None
+        moved = str(task_file.resolve()) != info.task
+        if moved:
+            info = info.model_copy(update={"task": str(task_file.resolve())})
         session = cls(folder, info, task, checks_from)
+        if moved:
+            session._write_info()
         missing = [v.number for v in info.history.versions if not session.path(v.number).exists()]
         if missing:
             raise SessionError(f"{folder}: version files missing: {', '.join(f'v{n:03d}.cu' for n in missing)}")

@@ -5,6 +5,7 @@ the blind control arm, and the benchmark's report."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -266,3 +267,24 @@ def test_the_cli_repairs_with_auto_and_exits_0_only_with_a_correct_kernel(tmp_pa
     assert result.exit_code == 2 and "no corpus files" in result.output
     result = CliRunner().invoke(app, ["repair-bench", str(tmp_path), "--no-llm"], env=env)  # layernorm.cu is no entry
     assert result.exit_code == 2 and "layernorm.cu: line 1 should be '// @repair task: ...'" in result.output
+
+
+def test_a_session_copied_to_a_checkout_elsewhere_finds_its_task_again(tmp_path, monkeypatch):
+    """The benchmark's folders travel between the model's machine and the GPU's, whose checkouts lie
+    at other paths: a session naming /elsewhere/tasks/level1/histogram.yaml resumes from
+    ./tasks/level1/histogram.yaml, and then names that file."""
+    from kernel_agent.repair.session import task_file_of
+    from tests.paths import ROOT
+
+    e, s = start(tmp_path, BROKEN_BUILD)
+    info = json.loads((s.folder / "session.json").read_text())
+    moved = "/elsewhere/checkout/" + str(e.task_path.resolve().relative_to(ROOT))
+    (s.folder / "session.json").write_text(json.dumps({**info, "task": moved}))
+    monkeypatch.chdir(ROOT)
+    again = RepairSession.resume(s.folder)
+    assert again.task.name == e.task_path.stem
+    assert json.loads((s.folder / "session.json").read_text())["task"] == str(e.task_path.resolve())
+    assert task_file_of("/nowhere/at/all.yaml", ROOT) == Path("/nowhere/at/all.yaml")  # the error names it
+    (s.folder / "session.json").write_text(json.dumps({**info, "task": "/nowhere/at/all.yaml"}))
+    with pytest.raises(SessionError, match="all.yaml"):
+        RepairSession.resume(s.folder)

@@ -98,12 +98,14 @@ def _without_params(contract: str) -> str:
 
 def _scope(skeleton: Skeleton, task: Task, name: str) -> dict[str, list[str]] | None:
     """The names a body slot's code may use without declaring them: the task's parameters and the
-    slot's own arguments (None for the other kinds of slot). Shown in the prompt because a small
-    model's commonest compile error was a name from the naive kernel or the example, not in scope."""
+    slot's own arguments, which shadow a parameter of the same name there (None for the other kinds
+    of slot). Shown in the prompt because a small model's commonest compile error was a name from the
+    naive kernel or the example, not in scope."""
     slot = skeleton.slot(name)
     if slot is None or slot.kind != "body":
         return None
-    return {"params": list(task.params), "arguments": slot_arguments(skeleton, name)}
+    arguments = slot_arguments(skeleton, name)
+    return {"params": [p for p in task.params if p not in arguments], "arguments": arguments}
 
 
 def answer_grammar(skeleton: Skeleton, asked: Sequence[str], optional: Collection[str] = ()) -> str:

@@ -63,10 +63,8 @@ def fitting(task: Task, folder: Path = LIBRARY) -> list[Skeleton]:
     """The skeletons that fit the task: those of its family (every skeleton when the task names no
     family) that its shapes do not rule out (`derive.py`: a row scan for a task whose output has no
     input's shape), the likeliest first (`ranking.py`)."""
-    skeletons = [s for s in library(folder).values() if not derive(s, task).misfit]
-    if task.family is not None:
-        skeletons = [s for s in skeletons if task.family in s.families]
-    return rank(task, skeletons, task.reference_source())
+    skeletons = [s for s in library(folder).values() if task.family is None or task.family in s.families]
+    return rank(task, [s for s in skeletons if not derive(s, task).misfit], task.reference_source())
 
 
 def port(task: Task, text: str, skeleton: str | None = None, header: str = "") -> Instance:

@@ -124,3 +124,10 @@ def test_a_code_slot_names_its_scope_and_its_signature_drops_the_params_stand_in
     maxpool = load_task(ROOT / "tasks" / "naive" / "maxpool1d.yaml")
     window = skeleton_view(library()["window1d"], maxpool)["slots"]
     assert all((s["scope"] is None) == (s["name"] not in ("ACCUMULATE", "FINALIZE")) for s in window)
+
+
+def test_a_parameter_shadowed_by_a_slot_argument_is_in_scope_only_as_the_argument():
+    task = load_task(ROOT / "tasks" / "naive" / "matvec.yaml")  # its matrix is `a`, like COMBINE(a, b)'s
+    view = {s["name"]: s for s in skeleton_view(library()["row_scan"], task)["slots"]}
+    assert view["COMBINE"]["scope"]["arguments"] == ["a", "b"] and "a" not in view["COMBINE"]["scope"]["params"]
+    assert "a" in view["LOAD"]["scope"]["params"]

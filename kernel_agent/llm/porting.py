@@ -367,9 +367,8 @@ def repair_view(port: Port, failed: Attempt, task: Task) -> dict:
         view["slots_to_fix"] = [name for name in failing_slots(port, o) if name in asked]
         view["undefined"] = list(dict.fromkeys(_UNDEFINED.findall(view["log"])))
         if view["undefined"]:
-            view["scope"] = {name: {"arguments": slot_arguments(port.skeleton, name), "params": list(task.params)}
-                             for name in view["slots_to_fix"]
-                             if (slot := port.skeleton.slot(name)) is not None and slot.kind == "body"}
+            view["scope"] = {name: scope for name in view["slots_to_fix"]
+                             if (scope := _scope(port.skeleton, task, name)) is not None}
     elif o.status.value == "launch_error":
         size, directives, limit = launch_evidence(port.instance.source, o.message)
         view["launch"] = {"size": size, "directives": directives, "limit": limit}

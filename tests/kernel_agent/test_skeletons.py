@@ -140,7 +140,6 @@ def test_skeletons_fit_by_family():
     assert sorted(s.name for s in anyone) == sorted(library()) and anyone[0].name == "elementwise"
 
 
-
 def test_a_scan_does_not_fit_a_task_whose_output_has_no_inputs_shape():
     """matvec (y of M values from a of M x K) is of the reduction family, like row_scan; a small model
     sent half its port samples there (sixth round) and none could be right: a scan writes a value per
@@ -156,6 +155,7 @@ def test_a_scan_does_not_fit_a_task_whose_output_has_no_inputs_shape():
     assert derive(scan, tasks["masked_cumsum"]).misfit == ""
     assert fitting(tasks["masked_cumsum"])[0].name == "row_scan"
     assert "row_scan" in [s.name for s in fitting(tasks["softmax"])]  # same shape: ranking's call, not a misfit
+
 
 @pytest.mark.skipif(not HAS_NVRTC, reason="needs NVRTC (cuda-bindings)")
 @pytest.mark.parametrize("fixture", sorted(PORTS.glob("*.md")), ids=lambda p: p.stem)

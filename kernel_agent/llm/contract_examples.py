@@ -36,9 +36,14 @@ WORDS = frozenset({
 def names_used(code: str) -> set[str]:
     """The names an example's code refers to that must exist around it: not functions it calls, not
     members after `.` or `->`, not names it declares, not C keywords and constants."""
-    declared = set(_DECLARED.findall(code))
+    declared = declared_names(code)
     return {m.group(1) for m in _IDENTIFIER.finditer(code)
             if m.group(2) is None and m.group(1) not in WORDS and m.group(1) not in declared}
+
+
+def declared_names(code: str) -> set[str]:
+    """The names `code` declares with an initial value (`const float v = x[i];`)."""
+    return set(_DECLARED.findall(code))
 
 
 def without_examples(contract: str) -> str:
@@ -93,9 +98,19 @@ def _most_telling(items: list[tuple[str, str]], task_words: set[str],
 
 def _renamed(item: str, renames: Mapping[str, str]) -> str:
     """An example with its code's stand-in names replaced (`y[o * D + c]` to `out[o * (H * W) + c]`)."""
+    return _CODE.sub(lambda code: "`" + renamed_code(code.group(1), renames) + "`", item)
+
+
+def renamed_code(code: str, renames: Mapping[str, str]) -> str:
+    """`code` with the names in `renames` replaced, all at once; a function called, a member (after `.`
+    or `->`) and a name the code declares itself keep theirs."""
+    declared = declared_names(code)
+
     def name(m: re.Match[str]) -> str:
-        return m.group(0) if m.group(2) else renames.get(m.group(1), m.group(1))
-    return _CODE.sub(lambda code: "`" + _IDENTIFIER.sub(name, code.group(1)) + "`", item)
+        if m.group(2) or m.group(1) in declared:
+            return m.group(0)
+        return renames.get(m.group(1), m.group(1))
+    return _IDENTIFIER.sub(name, code) if renames else code
 
 
 def stand_ins(contracts: Mapping[str, str], given: Mapping[str, str], params: Iterable[str],

@@ -128,6 +128,8 @@ def _verdict(attempt: Attempt | None) -> str:
     if attempt.ms is not None:
         speed = f", {o.speedup:.2f}x the baseline" if o.speedup else ""
         return f"correct, {attempt.ms:.4f} ms{speed}"
-    detail = (o.log or o.message).strip().splitlines()
+    # the compiler's log tells a compile error; any other failure is told by its message (the log of a
+    # kernel that compiled is ptxas's resource lines)
+    detail = ((o.log or o.message) if o.status is Status.compile_error else o.message or o.log).strip().splitlines()
     first = next((line.strip() for line in detail if "error" in line.lower()), detail[0].strip() if detail else "")
     return f"{o.status.value}: {first[:200]}"

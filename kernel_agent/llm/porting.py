@@ -42,7 +42,7 @@ from ..skeletons.winners import read_winner
 from ..task import Task
 from .answers import ParsedAnswer
 from .context import launch_evidence
-from .contract_examples import in_scope_examples, stand_ins
+from .contract_examples import declared_names, in_scope_examples, renamed_code, stand_ins
 from .grammar import slots_grammar
 from .prompts import task_context
 
@@ -114,12 +114,16 @@ def answer_grammar(skeleton: Skeleton, asked: Sequence[str], optional: Collectio
                                                     is not None and slot.kind in ("dim", "expr")})
 
 
-def example_fill(skeleton: Skeleton, task: Task, folder: Path = EXAMPLES, winners: Path | None = None) -> dict | None:
+def example_fill(skeleton: Skeleton, task: Task, folder: Path = EXAMPLES, winners: Path | None = None,
+                 sample: int = 0) -> dict | None:
     """The same skeleton filled for another task (a worked example): one of the suite's variants
     re-expressed (`folder`) or an earlier port measured fast (`winners`, `skeletons/winners.py`); one
     that writes its outputs as this task must first, then one of the task's family, then the one whose
     name and description share the most words with the task's (softmax for log_softmax), then the
-    shortest. It shows only the slots this task's model is asked for (the others kagent fills)."""
+    shortest. The `sample`-th fresh sample of the skeleton gets the next one of those that write their
+    outputs alike (another example moves a small model's answer more than a hotter temperature). It
+    shows only the slots this task's model is asked for (the others kagent fills), in this task's
+    names where the two tasks' shapes bind them alike (`example_names`)."""
     chosen = plan(skeleton, task)
     words = words_of(f"{task.name} {task.description}")
     found = []
@@ -129,28 +133,63 @@ def example_fill(skeleton: Skeleton, task: Task, folder: Path = EXAMPLES, winner
         if other is not None:
             alike = plan(skeleton, other).unused == chosen.unused  # writes its outputs as this task must
             found.append(_example(chosen.asked, parse_fills(text, skeleton).values, alike,
-                                  other.family == task.family, other.name, other.description, words))
+                                  other.family == task.family, other.name, other.description, words,
+                                  example_names(skeleton, other, task)))
     for path in sorted(winners.glob("*.md")) if winners is not None and winners.is_dir() else []:
         won = read_winner(path, skeleton)
         if won is not None and won.task != task.name:
             alike = not any(won.fills.get(name, "").strip() for name in chosen.unused)
+            other = suite_task(won.task)
             found.append(_example(chosen.asked, won.fills, alike, won.family == task.family, won.task,
-                                  f"{won.description}; measured {won.speedup:.2f}x its naive kernel", words))
+                                  f"{won.description}; measured {won.speedup:.2f}x its naive kernel", words,
+                                  example_names(skeleton, other, task) if other is not None else {}))
     if not found:
         return None
-    *_, example = min(found, key=lambda f: f[:-1])
+    found.sort(key=lambda f: f[:-1])
+    pool = [f for f in found if f[0] == found[0][0]]
+    *_, example = pool[sample % len(pool)]
     return example
 
 
+def example_names(skeleton: Skeleton, other: Task, task: Task) -> dict[str, str]:
+    """The other task's names, as an example fill of `skeleton` uses them, to this task's: a parameter
+    the shapes put in a slot (full_sum's N = `n`, IN_A = `x`) to what they put there for this task
+    (`batch * n`, `predictions`), then the outputs (and the inputs) in order where both tasks have as
+    many. A small model copies an example's names: `out[0] = total;` from full_sum into kl_div_loss,
+    whose output is `loss` (seventh round, three compile errors). A name the example's fills declare,
+    or a slot argument, is never a target, and a parameter left as it is never becomes one."""
+    theirs, mine = plan(skeleton, other).given, plan(skeleton, task).given
+    renames: dict[str, str] = {}
+    for slot, value in theirs.items():
+        target = mine.get(slot, "").strip()
+        if value.strip() in other.params and target:
+            renames.setdefault(value.strip(), target if target.isidentifier() else f"({target})")
+    for a, b in ((other.outputs, task.outputs), (other.inputs, task.inputs)):
+        if len(a) == len(b):
+            for source, target in zip(_in_order(other, a), _in_order(task, b)):
+                renames.setdefault(source, target)
+    arguments = {a for s in skeleton.slots for a in slot_arguments(skeleton, s.name)}
+    kept = set(other.params) - set(renames)
+    return {a: b for a, b in renames.items()
+            if a != b and a not in arguments and not (set(re.findall(r"\w+", b)) & (arguments | kept))}
+
+
+def _in_order(task: Task, names: Collection[str]) -> list[str]:
+    return sorted(names, key=lambda n: task.params.index(n) if n in task.params else len(task.params))
+
+
 def _example(asked: list[str], fills: Mapping[str, str], alike: bool, same_family: bool, name: str,
-             description: str, words: set[str]) -> tuple[bool, bool, int, int, str, dict]:
+             description: str, words: set[str], renames: Mapping[str, str]) -> tuple[bool, bool, int, int, str, dict]:
     """A candidate example with its sort key (alike first, then the family's, then the most words shared
-    with the task, then the shortest)."""
+    with the task, then the shortest), its fills in this task's names (`renames`)."""
     shown = [slot for slot in asked if fills.get(slot, "").strip()]
-    blocks = "\n\n".join(f"```{slot}\n{fills[slot].strip()}\n```" for slot in shown)
+    declared = set().union(*(declared_names(fills[slot]) for slot in shown))
+    renames = {a: b for a, b in renames.items() if not set(re.findall(r"\w+", b)) & declared}
+    blocks = "\n\n".join(f"```{slot}\n{renamed_code(fills[slot].strip(), renames)}\n```" for slot in shown)
     shared = len(words & words_of(f"{name} {description}"))
     return (not alike, not same_family, -shared, len(blocks), name,
-            {"task": name, "description": description, "fills": blocks, "slots": sorted(shown)})
+            {"task": name, "description": description, "fills": blocks, "slots": sorted(shown),
+             "renamed": bool(renames)})
 
 
 def fills_reader(skeleton: Skeleton, task: Task, base: Mapping[str, str],
@@ -379,9 +418,10 @@ def repair_view(port: Port, failed: Attempt, task: Task) -> dict:
 
 
 def port_prompt_context(task: Task, naive: str, skeleton: Skeleton, earlier: list[str],
-                        winners: Path | None = None) -> dict:
-    """Variables of `port.j2` (one wording for every model: the answer is a few short blocks anyway)."""
-    example = example_fill(skeleton, task, winners=winners)
+                        winners: Path | None = None, sample: int = 0) -> dict:
+    """Variables of `port.j2` (one wording for every model: the answer is a few short blocks anyway);
+    `sample`: how many fresh samples of the skeleton were asked before (`example_fill`)."""
+    example = example_fill(skeleton, task, winners=winners, sample=sample)
     shown = frozenset(example["slots"]) if example else frozenset()
     return {"task": task_context(task), "naive": naive, "skeleton": skeleton_view(skeleton, task, shown),
             "example": example, "earlier": earlier}

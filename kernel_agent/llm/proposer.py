@@ -120,14 +120,15 @@ class LLMProposer:
         """Ask for the slot fills of the plan's skeleton (`plan.role`); the kernel is assembled here."""
         assert plan.parent is not None
         skeleton = library()[plan.role]
+        role = f"port:{skeleton.name}"
+        samples = sum(a.role == role and a.round == 0 for a in self.history.answered)
         context = port_prompt_context(self.task, parent_view(self.space, plan.parent), skeleton,
-                                      self.history.earlier(state), self.winners)
+                                      self.history.earlier(state), self.winners, samples)
         read = fills_reader(skeleton, self.task, {}, _port_header(skeleton.name, self.task.name))
         view = context["skeleton"]
         grammar = answer_grammar(skeleton, [s["name"] for s in view["slots"]],
                                  {s["name"] for s in view["slots"] if s["optional"]})
-        role = f"port:{skeleton.name}"
-        again = any(a.role == role and a.round == 0 for a in self.history.answered)
+        again = samples > 0
         return self._ask(render(plan.prompt, **context), role, 0, plan.parent,
                          lambda text, finished, _earlier: read(text, finished), short=True, grammar=grammar,
                          first_temperature=SAMPLE_TEMPERATURE if again else None)

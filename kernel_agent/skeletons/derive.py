@@ -129,6 +129,9 @@ def _full_reduce(shapes: _Shapes, known: dict[str, str]) -> Derived:
     if main is None:
         return Derived()
     axes = main[1]
+    if odd := [n for n, s, _ in shapes.outputs if not _scalar(s) and _squeeze(s) != _squeeze(axes)]:
+        return Derived(misfit=f"output {odd[0]} is neither one value nor of the input's shape: the reduction "
+                              "is not of the whole input")
     same = [n for n, s in shapes.floats() if s == axes]
     fills = {"N": product(axes), "IN_A": same[0], "IN_B": same[1] if len(same) == 2 else same[0]}
     if len(same) > 2:
@@ -147,6 +150,13 @@ def _full_reduce(shapes: _Shapes, known: dict[str, str]) -> Derived:
 
 def _axis_reduce(shapes: _Shapes, known: dict[str, str]) -> Derived:
     main = shapes.main()
+    if main is not None and len(shapes.outputs) == 1:
+        out = shapes.outputs[0][1]
+        if _scalar(out):
+            return Derived(misfit="the output is one value: a reduction of the whole input (full_reduce), "
+                                  "not of one axis")
+        if _squeeze(out) == _squeeze(main[1]):
+            return Derived(misfit="the output has the input's shape: no axis is reduced away")
     if main is None or len(main[1]) < 2 or len(shapes.outputs) != 1:
         return Derived()
     name, axes = main

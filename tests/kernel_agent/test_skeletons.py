@@ -136,8 +136,27 @@ def test_a_task_parameter_named_like_a_skeleton_macro_is_refused():
 def test_skeletons_fit_by_family():
     task = load_task(SOFTPLUS)
     assert [s.name for s in fitting(task)] == [s.name for s in library().values() if "elementwise" in s.families]
-    anyone = fitting(task.model_copy(update={"family": None}))
-    assert sorted(s.name for s in anyone) == sorted(library()) and anyone[0].name == "elementwise"
+    anyone = fitting(task.model_copy(update={"family": None}))  # every skeleton its shapes do not rule out
+    assert sorted(s.name for s in anyone) == sorted(set(library()) - {"axis_reduce"}) and anyone[0].name == "elementwise"
+
+
+def test_reductions_fit_only_outputs_they_can_write():
+    """A small model sent a third of kl_div_loss's port answers to axis_reduce (seventh round), whose one
+    value per kept position cannot be a scalar loss, and argmin_dim's to full_reduce, which writes a
+    scalar or maps every input element: the shapes rule those pairs out, and keep the fitting ones."""
+    from kernel_agent.skeletons.derive import derive
+    from kernel_agent.task import discover
+
+    tasks = {path.stem: load_task(path) for path in discover(ROOT / "tasks")}
+    axis, full = library()["axis_reduce"], library()["full_reduce"]
+    assert "one value" in derive(axis, tasks["kl_div_loss"]).misfit  # loss: a scalar
+    assert "input's shape" in derive(axis, tasks["frobenius_norm"]).misfit  # y: x / norm, every element
+    for name in ("argmin_dim", "mean_dim"):  # an output of the input's shape less one axis
+        assert "neither one value nor of the input's shape" in derive(full, tasks[name]).misfit
+    for name in ("argmin_dim", "mean_dim"):
+        assert not derive(axis, tasks[name]).misfit
+    for name in ("kl_div_loss", "frobenius_norm", "full_sum"):
+        assert not derive(full, tasks[name]).misfit
 
 
 def test_a_scan_does_not_fit_a_task_whose_output_has_no_inputs_shape():

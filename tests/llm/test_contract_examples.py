@@ -131,3 +131,60 @@ def test_a_parameter_shadowed_by_a_slot_argument_is_in_scope_only_as_the_argumen
     view = {s["name"]: s for s in skeleton_view(library()["row_scan"], task)["slots"]}
     assert view["COMBINE"]["scope"]["arguments"] == ["a", "b"] and "a" not in view["COMBINE"]["scope"]["params"]
     assert "a" in view["LOAD"]["scope"]["params"]
+
+
+def test_the_worked_example_is_written_in_the_tasks_names():
+    """The local model copied `out[0] = total;` from full_sum's worked example into kl_div_loss, whose
+    output is `loss` (seventh round: a third of its compile errors were the example's names). The
+    example now uses the task's names where the two tasks' shapes bind them alike, and says so."""
+    from kernel_agent.llm.porting import example_fill, example_names, port_prompt_context
+    from kernel_agent.llm.prompts import render
+    from kernel_agent.skeletons import suite_task
+
+    kl = load_task(ROOT / "tasks" / "naive" / "kl_div_loss.yaml")
+    full = library()["full_reduce"]
+    full_sum = suite_task("full_sum")
+    assert full_sum is not None
+    assert example_names(full, full_sum, kl) == {"n": "(batch * n)", "x": "predictions", "out": "loss"}
+    example = example_fill(full, kl)
+    assert example is not None and example["task"] == "full_sum"
+    assert "loss[0] = total;" in example["fills"] and "out" not in example["fills"]
+    prompt = render("port.j2", **port_prompt_context(kl, "", full, []))
+    assert "This is full_sum's math, not the math of your task, written with your task's names" in prompt
+    residual = load_task(ROOT / "tasks" / "naive" / "matmul_scale_residual.yaml")
+    shown = example_fill(library()["matmul"], residual)
+    assert shown is not None and "y[row * out_features + col] = acc;" in shown["fills"]
+
+
+def test_a_name_the_example_declares_or_a_slot_argument_is_never_a_rename_target():
+    from kernel_agent.llm.contract_examples import renamed_code
+    from kernel_agent.llm.porting import example_names
+    from kernel_agent.skeletons import suite_task
+
+    # declared, called and member names keep theirs; the others are renamed all at once
+    assert renamed_code("const float x = y[i]; s.y += x + f(y); y = z;", {"x": "q", "y": "z", "z": "y", "f": "g"}) \
+        == "const float x = z[i]; s.y += x + f(z); z = y;"
+    gelu, softplus = suite_task("gelu"), load_task(ROOT / "tasks" / "naive" / "softplus.yaml")
+    assert gelu is not None
+    elementwise = library()["elementwise"]
+    renames = example_names(elementwise, gelu, softplus)
+    arguments = {"i"}  # VALUE(i)'s argument
+    assert not (set(renames) & arguments) and not (set(renames.values()) & arguments)
+    shadowing = softplus.model_copy(update={"params": ["i", "y", "n"], "inputs": {"i": softplus.inputs["x"]},
+                                            "dims": softplus.dims})
+    assert "x" not in example_names(elementwise, gelu, shadowing)  # its input would be the argument i
+
+
+def test_fresh_samples_of_a_skeleton_take_turns_among_the_examples_that_write_alike():
+    """A fresh sample of a skeleton gets the next worked example that writes its outputs as the task
+    must (the local model sent the same fills word for word at a wider temperature): log_softmax's
+    rowwise samples begin with softmax and go round the others; a skeleton with one such example keeps
+    it."""
+    from kernel_agent.llm.porting import example_fill
+
+    task = load_task(ROOT / "tasks" / "naive" / "log_softmax.yaml")
+    shown = [e["task"] for k in range(6) if (e := example_fill(library()["rowwise"], task, sample=k))]
+    turn = shown.index("softmax", 1)  # the pool's size: back to the first
+    assert shown[0] == "softmax" and len(set(shown[:turn])) == turn >= 2 and shown[turn:] == shown[:6 - turn]
+    kl = load_task(ROOT / "tasks" / "naive" / "kl_div_loss.yaml")
+    assert {e["task"] for k in range(3) if (e := example_fill(library()["full_reduce"], kl, sample=k))} == {"full_sum"}

@@ -94,7 +94,7 @@ def contexts(task, source, search) -> dict[str, dict]:
         "repair_unparsed": dict(feedback="SEARCH/REPLACE block 1: its SEARCH text does not appear in the "
                                 "parent kernel.", small=False, short=False),
         "port": dict(task=task, naive=source, skeleton=SKELETON, earlier=["llm1 (port:elementwise): compile_error"],
-                     example={"task": "gelu", "description": "GELU", "fills": "```N\nn\n```"}),
+                     example={"task": "gelu", "description": "GELU", "fills": "```N\nn\n```", "renamed": False}),
         "repair_port": dict(task=task, skeleton=SKELETON, fills={"VALUE": "x[i]"},
                             failure={"status": "compile_error", "message": "1 error", "log": log,
                                      "slots_to_fix": ["VALUE"], "launch": None, "mismatch": None,

@@ -137,6 +137,21 @@ def test_the_references_python_names_and_the_skeletons_dim_names_in_fills_become
     assert "(p * (m) + row) * (n) + col] = acc * K;" in port.fills["EPILOGUE"], port.fills["EPILOGUE"]
 
 
+def test_a_fill_that_calls_its_own_slots_function_is_told_so():
+    """`return term(i, va, vb);` as TERM: the local model's fill when it did not write the math; the
+    compiler said only that `term` is undefined. A call of another slot's function is not this."""
+    from kernel_agent.llm.porting import fills_reader
+    from kernel_agent.skeletons import library
+    from kernel_agent.task import load_task
+
+    frobenius = load_task(ROOT / "tasks" / "naive" / "frobenius_norm.yaml")
+    read = fills_reader(library()["full_reduce"], frobenius, {}, "h")
+    parsed, port = read("```TERM\nreturn term(i, va, vb);\n```\n```MAP\ny[i] = x[i] / sqrtf(total);\n```\n", True)
+    assert port is None and "slot TERM calls term(), the function its fill is the body of" in parsed.feedback
+    _, port = read("```TERM\nreturn va * va;\n```\n```MAP\ny[i] = x[i] / sqrtf(total); // no s.term(\n```\n", True)
+    assert port is not None
+
+
 def test_an_epilogue_that_loops_over_its_own_arguments_is_read_as_the_loops_body():
     from kernel_agent.llm.porting import fills_reader
     from kernel_agent.skeletons import library

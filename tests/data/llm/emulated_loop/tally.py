@@ -1,7 +1,9 @@
 """Per task and answer kind (port: slot fills; whole: kernel files), from optimize runs measured by
 `kagent measure`: answers, answers that became a kernel, kernels that compiled, correct on the CPU
 emulator, correct on the GPU, faster than the naive kernel; and repairs that fixed the failure class
-they were sent for. Faster than torch is not counted here: `kagent measure` times no library function
+they were sent for. `compiled` counts kernels made and compiled; `text_compiles` counts besides every
+answer that repeats one that compiled (word for word, or the same kernel up to names: "no new answer",
+no kernel made, but its text compiles as the one it repeats did). Faster than torch is not counted here: `kagent measure` times no library function
 (its `library_speedup` is empty); `time_winners.sh` times each correct kernel beside torch.
 
     python3 tests/data/llm/emulated_loop/tally.py RESULTS_DIR [ANSWERS.jsonl]   (RESULTS_DIR/TASK/RUN/...)
@@ -9,11 +11,13 @@ they were sent for. Faster than torch is not counted here: `kagent measure` time
 With ANSWERS.jsonl, every model answer is also written there, one line each, with its kernel's verdicts.
 """
 import json
+import re
 import sys
 from collections import defaultdict
 from pathlib import Path
 
-COLUMNS = ("answers", "kernels", "compiled", "cpu_correct", "gpu_correct", "faster_naive")
+COLUMNS = ("answers", "kernels", "compiled", "text_compiles", "cpu_correct", "gpu_correct", "faster_naive")
+_AGAIN = re.compile(r"no new answer: this kernel is (llm\d+) again")
 
 
 def first_verdicts(run: Path) -> tuple[dict, dict]:
@@ -59,11 +63,19 @@ def tally(results: Path) -> None:
         port_tasks.setdefault(task, False)
         calls = [json.loads(line) for line in (run / "trajectory.jsonl").read_text().splitlines()]
         calls = [c for c in calls if c["type"] == "call"]
+        kernel_of_text: dict[str, str] = {}
         for call in calls:
             kind = "port" if call["role"].startswith("port:") else "whole"
             row = table[(task, kind)]
             row["answers"] += 1
             kernel = call.get("kernel")
+            if kernel is not None:
+                kernel_of_text.setdefault(call["text"], kernel)
+            # an answer sent again (word for word, or the same kernel up to names) made no kernel, but its
+            # text compiles as the answer it repeats did
+            again = _AGAIN.match(call.get("feedback") or "")
+            same = kernel or (again.group(1) if again else kernel_of_text.get(call["text"]))
+            row["text_compiles"] += same is not None and same in cpu and cpu[same]["status"] != "compile_error"
             if kernel is None:
                 continue
             row["kernels"] += 1

@@ -35,13 +35,19 @@ class Instance:
 
 _LONE_RETURN = re.compile(r"^return\s+(?=[^;]+$)")
 _NUMPY_INF = re.compile(r"\b(?:np|numpy|math)\.inf\b")
+# std:: math a fill calls (host C++; NVRTC has no <cmath>), as CUDA's float functions
+_STD_MATH = {"max": "fmaxf", "min": "fminf", "fmax": "fmaxf", "fmin": "fminf", "abs": "fabsf", "fabs": "fabsf",
+             "exp": "expf", "log": "logf", "sqrt": "sqrtf", "tanh": "tanhf", "pow": "powf", "log1p": "log1pf",
+             "expm1": "expm1f", "erf": "erff"}
+_STD_CALL = re.compile(r"\bstd::(" + "|".join(_STD_MATH) + r")\s*\(")
 _NAMED = re.compile(r"^(?:(?:const\s+)?(?:int|float|long long|long|auto)\s+)?[A-Za-z_]\w*\s*=(?!=)\s*(?=\S)")
 
 
 def normalize_fills(skeleton: Skeleton, fills: Mapping[str, str]) -> dict[str, str]:
     """The fills as they go into the code: trimmed; a body given as a whole function unwrapped; a body
     that is a lone expression made `return EXPR;`, and a dim or an expression given as `return EXPR;`
-    made EXPR, and one given as an assignment (`K = 8`, `const int K = 8;`) its value; a member
+    made EXPR, and one given as an assignment (`K = 8`, `const int K = 8;`) its value; `std::max(` and
+    the other std:: float math written as CUDA's (`fmaxf(`); a member
     declared through an object (`float s.sum = 0.f;`) declared by its own name, and members given as a
     whole struct (`struct State { float m; float sum; };`) taken out of it; `np.inf` written as
     `INFINITY`; a placeholder (`...`) read as no fill; optional slots not given left empty."""
@@ -49,6 +55,7 @@ def normalize_fills(skeleton: Skeleton, fills: Mapping[str, str]) -> dict[str, s
     for slot in skeleton.slots:
         text = fills.get(slot.name, "").strip("\n")
         text = _NUMPY_INF.sub("INFINITY", text)  # the reference's Python, written in a fill
+        text = _STD_CALL.sub(lambda m: _STD_MATH[m.group(1)] + "(", text)
         if text.strip() in ("...", "…", "// ..."):  # a placeholder, not a fill
             text = ""
         if slot.kind == "body":

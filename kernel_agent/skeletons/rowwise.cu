@@ -84,6 +84,7 @@ struct kg_state {
 };
 static_assert(sizeof(kg_state) % sizeof(unsigned) == 0, "STATE: use 4-byte members (float, int, unsigned)");
 constexpr int KG_WORDS = (int)(sizeof(kg_state) / sizeof(unsigned));
+typedef kg_state State;  // the contracts' name for it: a fill may declare one (`State t = s;`)
 
 // OUT_ROW left empty reads `kagent_pick_out()`: no output row, no map pass.
 struct kg_no_out {};

@@ -150,3 +150,20 @@ def test_state_members_given_as_a_whole_struct_are_taken_out_of_it(fill):
     members left kg_state empty (a compile error: 'STATE: use 4-byte members')."""
     state = normalize_fills(library()["rowwise"], {"STATE": fill})["STATE"]
     assert "struct" not in state and "float max;" in state and "float sum;" in state
+
+
+@pytest.mark.skipif(not HAS_NVRTC, reason="NVRTC (cuda-bindings) not installed")
+def test_a_fill_may_name_the_state_type_and_call_std_math():
+    """The contracts call the statistics struct `State` (`void merge(State& s, const State& o)`): the local
+    model's group_norm port declared `State t = s;` ("identifier State is undefined"), and its log_softmax
+    port called `std::fmax` (NVRTC has no <cmath>). Both compile now: `State` names the skeleton's struct
+    and std:: float math is read as CUDA's."""
+    task, instance = build("softmax")
+    skeleton = library()["rowwise"]
+    fills = parse_fills(fill_path("softmax").read_text(), skeleton).values
+    fills["MERGE"] = "State t = s;\nt.sum = std::fmax(s.sum, o.sum);\n" + fills["MERGE"]
+    assert "fmaxf(s.sum, o.sum)" in normalize_fills(skeleton, fills)["MERGE"]
+    source = instantiate(skeleton, task, fills).source
+    (result,) = compile_many([{"source": source, "entries": ["kagent_rowwise"], "knobs": {}, "arch": "sm_90"}])
+    assert result.ok, result.log[:2000]
+    assert instance.source != source

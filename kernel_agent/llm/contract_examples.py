@@ -8,7 +8,10 @@ name exists where the slot is (a parameter of the task, an argument of the slot'
 the example declares itself; members, functions called, C keywords and constants aside); when none
 does, the examples renamed to the task's names (the skeleton's stand-ins, `stand_ins`), else none.
 Of those, when some are labelled with words of the task (`(min, argmin)`), only the best matching
-stay. Measured in `tests/data/llm/contract_names_ab/`.
+stay. Measured in `tests/data/llm/contract_names_ab/`. An example the model copied as its fill, and that
+fill failed, is not shown again (`withdrawn`, keyed by `code_key`): on matmul_scale_residual the local
+model sent `(acc + bias[col]) * scale` (the contract's "(bias, scale)" example; the task adds a
+residual) in 8 of its 9 port answers of the eighth round, 7 of them word for word again.
 """
 
 from __future__ import annotations
@@ -51,8 +54,14 @@ def without_examples(contract: str) -> str:
     return _EXAMPLES_TAIL.sub("", contract).rstrip(" ,;:") or contract
 
 
+def code_key(code: str) -> str:
+    """`code` as compared for a copy: without spacing, a leading `return` and the closing `;`."""
+    return re.sub(r"\s+", "", code).rstrip(";").removeprefix("return")
+
+
 def in_scope_examples(contract: str, names: Iterable[str], renames: Mapping[str, str] | None = None,
-                      task_words: Collection[str] = (), telling_only: bool = False) -> str:
+                      task_words: Collection[str] = (), telling_only: bool = False,
+                      withdrawn: Collection[str] = ()) -> str:
     """`contract` with only the examples (after its `e.g.`) whose code uses the given names (the task's
     parameters and the slot's arguments) or the names of the contract's own signature. When none is
     in scope as written, the examples are tried with `renames` (the skeleton's stand-in names, such as
@@ -60,7 +69,8 @@ def in_scope_examples(contract: str, names: Iterable[str], renames: Mapping[str,
     kept, when some are labelled with words of the task (`task_words`, `ranking.words_of` of its name,
     description and reference: `(min, argmin)` for argmin_dim), only the ones sharing the most stay.
     `telling_only` (a slot a worked example of another task already fills): only examples so labelled
-    stay, none when no label shares a word with the task (the worked example shows the form)."""
+    stay, none when no label shares a word with the task (the worked example shows the form).
+    `withdrawn`: the `code_key`s of fills of this slot that failed; an example that is one of them goes."""
     opening = _OPENING.search(contract)
     if opening is None:
         return contract
@@ -70,7 +80,9 @@ def in_scope_examples(contract: str, names: Iterable[str], renames: Mapping[str,
     items = _items(tail)
 
     def fits(item: str) -> bool:
-        return all(names_used(code) <= allowed for code in _CODE.findall(item))
+        codes = _CODE.findall(item)
+        return all(names_used(code) <= allowed for code in codes) and \
+            not any(code_key(code) in withdrawn for code in codes)
 
     kept = [(sep, item) for sep, item in items if fits(item)]
     if not kept and renames:

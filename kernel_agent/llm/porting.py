@@ -42,7 +42,7 @@ from ..skeletons.winners import read_winner
 from ..task import Task
 from .answers import ParsedAnswer
 from .context import launch_evidence
-from .contract_examples import declared_names, in_scope_examples, renamed_code, stand_ins
+from .contract_examples import code_key, declared_names, in_scope_examples, renamed_code, stand_ins
 from .grammar import slots_grammar
 from .prompts import task_context
 
@@ -66,13 +66,15 @@ class Port:
     instance: Instance
 
 
-def skeleton_view(skeleton: Skeleton, task: Task, shown: frozenset[str] = frozenset()) -> dict:
+def skeleton_view(skeleton: Skeleton, task: Task, shown: frozenset[str] = frozenset(),
+                  failed: Sequence[Mapping[str, str]] = ()) -> dict:
     """The skeleton as the model sees it: its pattern, when it fits, the slots kagent fills from the
     task's shapes (`given`, and `after`: written from the model's own fills), the unused optional
     slots, and the contract of each slot the model is asked for, with only the examples written in
     names the task has (`contract_examples.py`); a slot the worked example `shown` fills keeps only
     those labelled with the task's own operation (`(average)` for avgpool2d under a maxpool2d
-    example: the worked example shows the form, not the math to copy)."""
+    example: the worked example shows the form, not the math to copy); an example that is the fill of
+    a port that `failed` (earlier ports' fills, slot to fill) is not shown again."""
     dims = ", ".join(task.dims)
     chosen = plan(skeleton, task)
     renames = stand_ins({s.name: s.contract for s in skeleton.slots}, {**chosen.given, **chosen.after},
@@ -82,8 +84,9 @@ def skeleton_view(skeleton: Skeleton, task: Task, shown: frozenset[str] = frozen
              if (s := skeleton.slot(name)) is not None]
     return {"name": skeleton.name, "summary": skeleton.summary, "fits": skeleton.fits,
             "slots": [{"name": s.name, "kind": KIND_WORDS[s.kind].format(dims=dims),
-                       "contract": _without_params(in_scope_examples(s.contract, task.params, renames, telling,
-                                                                     telling_only=s.name in shown)),
+                       "contract": _without_params(in_scope_examples(
+                           s.contract, task.params, renames, telling, telling_only=s.name in shown,
+                           withdrawn={code_key(f[s.name]) for f in failed if f.get(s.name, "").strip()})),
                        "scope": _scope(skeleton, task, s.name),
                        "optional": optional} for s, optional in slots],
             "required": [s.name for s, optional in slots if not optional],
@@ -115,7 +118,7 @@ def answer_grammar(skeleton: Skeleton, asked: Sequence[str], optional: Collectio
 
 
 def example_fill(skeleton: Skeleton, task: Task, folder: Path = EXAMPLES, winners: Path | None = None,
-                 sample: int = 0) -> dict | None:
+                 sample: int = 0, failed: Sequence[Mapping[str, str]] = ()) -> dict | None:
     """The same skeleton filled for another task (a worked example): one of the suite's variants
     re-expressed (`folder`) or an earlier port measured fast (`winners`, `skeletons/winners.py`); one
     that writes its outputs as this task must first, then one of the task's family, then the one whose
@@ -124,7 +127,8 @@ def example_fill(skeleton: Skeleton, task: Task, folder: Path = EXAMPLES, winner
     outputs alike (a fresh sample, drawn wider, was word for word an earlier answer in 10 of the local
     model's 69 port answers of the seventh round; another prompt moves the answer). It shows only the
     slots this task's model is asked for (the others kagent fills), in this task's names where the two
-    tasks' shapes bind them alike (`example_names`)."""
+    tasks' shapes bind them alike (`example_names`). An example whose shown fills are, slot for slot, those
+    of a port that `failed` (the model copied it, and it is not this task's math) is not shown again."""
     chosen = plan(skeleton, task)
     words = words_of(f"{task.name} {task.description}")
     found = []
@@ -144,6 +148,9 @@ def example_fill(skeleton: Skeleton, task: Task, folder: Path = EXAMPLES, winner
             found.append(_example(chosen.asked, won.fills, alike, won.family == task.family, won.task,
                                   f"{won.description}; measured {won.speedup:.2f}x its naive kernel", words,
                                   example_names(skeleton, other, task) if other is not None else {}))
+    copied = [{slot: code_key(fill) for slot, fill in fills.items()} for fills in failed]
+    found = [f for f in found if not (f[-1]["shown"] and any(
+        all(code_key(fill) == c.get(slot) for slot, fill in f[-1]["shown"].items()) for c in copied))]
     if not found:
         return None
     found.sort(key=lambda f: f[:-1])
@@ -186,11 +193,12 @@ def _example(asked: list[str], fills: Mapping[str, str], alike: bool, same_famil
     shown = [slot for slot in asked if fills.get(slot, "").strip()]
     declared = set().union(*(declared_names(fills[slot]) for slot in shown))
     renames = {a: b for a, b in renames.items() if not set(re.findall(r"\w+", b)) & declared}
-    blocks = "\n\n".join(f"```{slot}\n{renamed_code(fills[slot].strip(), renames)}\n```" for slot in shown)
+    written = {slot: renamed_code(fills[slot].strip(), renames) for slot in shown}
+    blocks = "\n\n".join(f"```{slot}\n{fill}\n```" for slot, fill in written.items())
     shared = len(words & words_of(f"{name} {description}"))
     return (not alike, not same_family, -shared, len(blocks), name,
             {"task": name, "description": description, "fills": blocks, "slots": sorted(shown),
-             "renamed": bool(renames)})
+             "renamed": bool(renames), "shown": written})
 
 
 def fills_reader(skeleton: Skeleton, task: Task, base: Mapping[str, str],
@@ -228,6 +236,14 @@ def fills_reader(skeleton: Skeleton, task: Task, base: Mapping[str, str],
         return ParsedAnswer(instance.source, "slots", ""), Port(skeleton, fills, instance)
 
     return read
+
+
+def copied(port: Port, task: Task, prompt: str) -> bool:
+    """Whether every fill the model was asked for is code its prompt showed (a contract's example, the
+    worked example), spacing aside."""
+    shown = re.sub(r"\s+", "", prompt)
+    fills = [port.fills.get(name, "") for name in plan(port.skeleton, task).asked]
+    return any(f.strip() for f in fills) and all(code_key(f) in shown for f in fills if f.strip())
 
 
 def self_calls(skeleton: Skeleton, fills: Mapping[str, str]) -> list[str]:
@@ -433,10 +449,13 @@ def repair_view(port: Port, failed: Attempt, task: Task) -> dict:
 
 
 def port_prompt_context(task: Task, naive: str, skeleton: Skeleton, earlier: list[str],
-                        winners: Path | None = None, sample: int = 0) -> dict:
+                        winners: Path | None = None, sample: int = 0,
+                        failed: Sequence[Mapping[str, str]] = ()) -> dict:
     """Variables of `port.j2` (one wording for every model: the answer is a few short blocks anyway);
-    `sample`: how many fresh samples of the skeleton were asked before (`example_fill`)."""
-    example = example_fill(skeleton, task, winners=winners, sample=sample)
+    `sample`: how many fresh samples of the skeleton were asked before (`example_fill`); `failed`: the
+    fills of the skeleton's earlier ports that the model copied from its prompt and that failed their
+    check (`copied`; the examples equal to them are not shown again)."""
+    example = example_fill(skeleton, task, winners=winners, sample=sample, failed=failed)
     shown = frozenset(example["slots"]) if example else frozenset()
-    return {"task": task_context(task), "naive": naive, "skeleton": skeleton_view(skeleton, task, shown),
+    return {"task": task_context(task), "naive": naive, "skeleton": skeleton_view(skeleton, task, shown, failed),
             "example": example, "earlier": earlier}

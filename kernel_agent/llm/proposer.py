@@ -37,7 +37,7 @@ from .failures import LLMError
 from .grammar import KERNEL_GRAMMAR
 from .history import WORD_FOR_WORD, Answered, History, reask, same_as
 from .history import temperature as history_temperature
-from .porting import Port, answer_grammar, fills_reader, port_prompt_context, repair_view, skeleton_view
+from .porting import Port, answer_grammar, copied, fills_reader, port_prompt_context, repair_view, skeleton_view
 from .prompts import render, task_context
 
 MAX_REPAIRS = 2  # repair rounds per LLM kernel
@@ -64,6 +64,7 @@ class Origin:
     call: int
     parent: Candidate | None
     port: Port | None = None  # a ported kernel: its skeleton, fills and where they landed
+    copied: bool = False  # a ported kernel whose every fill the model read in its prompt (`porting.copied`)
 
 
 Reader = Callable[[str, bool, tuple[str, ...]], tuple[ParsedAnswer, Port | None]]
@@ -123,7 +124,8 @@ class LLMProposer:
         role = f"port:{skeleton.name}"
         samples = sum(a.role == role and a.round == 0 for a in self.history.answered)
         context = port_prompt_context(self.task, parent_view(self.space, plan.parent), skeleton,
-                                      self.history.earlier(state), self.winners, samples)
+                                      self.history.earlier(state), self.winners, samples,
+                                      self._failed_ports(state, skeleton.name))
         read = fills_reader(skeleton, self.task, {}, _port_header(skeleton.name, self.task.name))
         view = context["skeleton"]
         grammar = answer_grammar(skeleton, [s["name"] for s in view["slots"]],
@@ -132,6 +134,14 @@ class LLMProposer:
         return self._ask(render(plan.prompt, **context), role, 0, plan.parent,
                          lambda text, finished, _earlier: read(text, finished), short=True, grammar=grammar,
                          first_temperature=SAMPLE_TEMPERATURE if again else None)
+
+    def _failed_ports(self, state: SearchState, skeleton: str) -> list[dict[str, str]]:
+        """The fills of this run's ports of `skeleton` copied from their prompt whose kernel failed its check."""
+        failed = {a.candidate.kernel for a in state.attempts
+                  if a.outcome.status not in (Status.ok, Status.not_run) and a.candidate == self.space.default(
+                      a.candidate.kernel)}
+        return [o.port.fills for label, o in self.origins.items()
+                if o.port is not None and o.copied and o.port.skeleton.name == skeleton and label in failed]
 
     def _extras(self, state: SearchState) -> Extras:
         return Extras(small=self.small, earlier=self.history.earlier(state), example=self.example,
@@ -245,7 +255,8 @@ class LLMProposer:
                            **({"base_fills": base_fills} if base_fills is not None else {})})
             self.history.answered.append(Answered(role, round_, label, problem))
             if label is not None:
-                self.origins[label] = Origin(role, round_, self.calls, parent, port)
+                self.origins[label] = Origin(role, round_, self.calls, parent, port,
+                                             port is not None and copied(port, self.task, prompt))
                 return Proposal(self.space.default(label), parent=parent, note=f"LLM {role}, round {round_}")
             again = render("repair_unparsed.j2", feedback=problem, small=self.small, short=short)
             resent = problem.startswith("no new answer")

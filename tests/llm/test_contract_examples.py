@@ -188,3 +188,17 @@ def test_fresh_samples_of_a_skeleton_take_turns_among_the_examples_that_write_al
     assert shown[0] == "softmax" and len(set(shown[:turn])) == turn >= 2 and shown[turn:] == shown[:6 - turn]
     kl = load_task(ROOT / "tasks" / "naive" / "kl_div_loss.yaml")
     assert {e["task"] for k in range(3) if (e := example_fill(library()["full_reduce"], kl, sample=k))} == {"full_sum"}
+
+
+def test_an_example_a_failed_port_copied_is_withdrawn():
+    from kernel_agent.llm.contract_examples import code_key
+    from kernel_agent.llm.porting import skeleton_view
+    from kernel_agent.skeletons import library
+
+    task = load_task(ROOT / "tasks" / "naive" / "matmul_scale_residual.yaml")
+    copy = "y[row * out_features + col] =\n  (acc + bias[col]) * scale;"
+    before = skeleton_view(library()["matmul"], task, frozenset({"EPILOGUE"}))["slots"][0]["contract"]
+    after = skeleton_view(library()["matmul"], task, frozenset({"EPILOGUE"}), [{"EPILOGUE": copy}])["slots"][0]
+    assert "(acc + bias[col]) * scale;` (bias, scale)" in before
+    assert "(bias, scale)" not in after["contract"] and "(bias, relu)" in after["contract"]
+    assert code_key("return a + b;") == code_key("a +\n  b") and code_key("a+b") != code_key("a-b")

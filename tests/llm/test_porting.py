@@ -224,6 +224,49 @@ def test_a_small_models_failed_port_is_sampled_afresh_not_repaired(tmp_path, no_
     assert len(attempts) < 6  # budget left: the run stopped, it did not spend it
 
 
+@pytest.mark.skipif(emulator_unavailable() is not None, reason=str(emulator_unavailable()))
+def test_a_worked_example_copied_as_a_failed_port_is_not_shown_again(tmp_path, no_gpu):  # noqa: F811
+    """The local model's commonest repeat: it copies an example of its prompt as its fill (gelu's math for
+    softplus, or matmul_scale_residual's `(acc + bias[col]) * scale` without the residual: 8 of 9 answers
+    in the eighth round) and, the example still in view, sends the same fill again on every fresh sample.
+    Once a copied fill failed, the examples it copied are not shown again."""
+    from kernel_agent.llm.porting import example_fill
+    from kernel_agent.skeletons import library
+    from kernel_agent.task import load_task
+
+    example = example_fill(library()["elementwise"], load_task(SOFTPLUS))
+    assert example is not None and example["task"] == "gelu"
+    copy = f"```VALUE\n{example['shown']['VALUE']}\n```\n"
+    right = "```VALUE\nconst float v = x[i];\nreturn v > 20.f ? v : log1pf(expf(v));\n```\n"
+    _, _, calls, attempts = run(tmp_path, [answer(copy), answer(right)], "--batch", "1", "--emulate",
+                                "--llm-small")
+    assert [c["kernel"] for c in calls] == ["llm1", "llm2"]
+    assert {a["kernel"]: a["status"] for a in attempts}["llm1"] == "wrong_result"
+    first, again = (c["messages"][-1]["content"] for c in calls)
+    assert "filled for another task, gelu" in first and "0.7978845608f" in first
+    assert "0.7978845608f" not in again and "How fills look" not in again  # gelu was the only example
+
+
+def test_a_port_is_a_copy_only_when_every_asked_fill_was_in_its_prompt():
+    from kernel_agent.llm.porting import Port, copied
+    from kernel_agent.skeletons import instantiate, library
+    from kernel_agent.task import load_task
+
+    task = load_task(ROOT / "tasks" / "naive" / "matmul_scale_residual.yaml")
+    skeleton = library()["matmul"]
+    fills = {"BATCH": "1", "M": "batch", "N": "out_features", "K": "in_features",
+             "LOAD_A": "return x[row * in_features + kk];", "LOAD_B": "return weight[col * in_features + kk];"}
+
+    def port(epilogue):
+        all_fills = {**fills, "EPILOGUE": epilogue}
+        return Port(skeleton, all_fills, instantiate(skeleton, task, all_fills))
+    prompt = "e.g. `y[row * out_features + col] = (acc + bias[col]) * scale;` (bias, scale)"
+    assert copied(port("y[row * out_features + col] =\n    (acc + bias[col]) * scale;"), task, prompt)
+    # the derived fills (LOAD_A, ...) are kagent's: only the asked slots count, and they are not in the prompt
+    assert not copied(port("const float z = acc + bias[col];\ny[row * out_features + col] = z * scale + z;"),
+                      task, prompt)
+
+
 def test_optimize_with_another_seed_samples_the_model_with_other_seeds(tmp_path, no_gpu):  # noqa: F811
     from kernel_agent.llm.client import SEED_STRIDE
 

@@ -312,13 +312,19 @@ def with_dim_slots(skeleton: Skeleton, task: Task, fills: Mapping[str, str]) -> 
     """The fills with the name of a dim slot, a number slot (a window's `KH`) or a buffer slot (`IN_A`
     filled `x`), used in a code slot as if it were a C name (`row * K + kk`, `acc / (KH * KW)`,
     `IN_A[i]`: the contracts call them so), written as that slot's fill (`row * (L * Cin) + kk`,
-    `(x)[i]`); a task parameter of that name, or a name the fill declares, stays."""
+    `(x)[i]`), and in another dim slot (`LO` filled `L - 2`: `(H * W) - 2`; the local model's tenth
+    round); a task parameter of that name, or a name the fill declares, stays."""
     sized = {slot.name: f"({text.strip()})" for slot in skeleton.slots
              if (text := fills.get(slot.name, "")).strip() and slot.name not in task.params
              and (slot.kind == "dim" or (slot.kind == "expr" and (_NUMBER.fullmatch(text.strip())
                                                                   or _NAME.fullmatch(text.strip()))))}
-    return {name: with_numbers(text, sized) if (slot := skeleton.slot(name)) is not None and slot.kind != "dim"
-            and name not in sized else text for name, text in fills.items()}
+
+    def written(name: str, text: str) -> str:
+        slot = skeleton.slot(name)
+        if slot is not None and slot.kind == "dim":
+            return with_numbers(text, {k: v for k, v in sized.items() if k != name})
+        return text if slot is None or name in sized else with_numbers(text, sized)
+    return {name: written(name, text) for name, text in fills.items()}
 
 
 _STORE = re.compile(r"^\s*(?P<out>[A-Za-z_]\w*)\s*\[[^\]]*\]\s*=\s*(?P<value>[^;=][^;]*);\s*$")

@@ -135,6 +135,15 @@ def test_the_references_python_names_and_the_skeletons_dim_names_in_fills_become
     _, port = fills_reader(library()["matmul"], bmm, {}, "h")(epilogue, True)
     assert port is not None
     assert "(p * (m) + row) * (n) + col] = acc * K;" in port.fills["EPILOGUE"], port.fills["EPILOGUE"]
+    # and in another dim slot (window1d asked for its lengths: depthwise_conv2d has no 1-D window)
+    depthwise = load_task(ROOT / "tasks" / "naive" / "depthwise_conv2d.yaml")
+    window = ("```BATCH\nN * C\n```\n```CHANNELS\nC\n```\n```L\nH * W\n```\n```LO\nL - 2\n```\n"
+              "```IN\nx\n```\n```OUT\ny\n```\n"
+              "```K\n3\n```\n```S\n1\n```\n```P\n0\n```\n```D\n1\n```\n```IDENTITY\n0.f\n```\n"
+              "```ACCUMULATE\nreturn acc + v;\n```\n```FINALIZE\nreturn acc;\n```\n")
+    parsed, port = fills_reader(library()["window1d"], depthwise, {}, "h")(window, True)
+    assert "`L` is not a dim" not in parsed.feedback
+    assert port is not None and port.fills["LO"] == "(H * W) - 2", port.fills["LO"]
 
 
 def test_a_fill_that_calls_its_own_slots_function_is_told_so():

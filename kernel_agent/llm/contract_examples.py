@@ -9,7 +9,8 @@ the example declares itself; members, functions called, C keywords and constants
 does, the examples renamed to the task's names (the skeleton's stand-ins, `stand_ins`), else none.
 Of those, when some are labelled with words of the task (`(min, argmin)`), only the best matching
 stay. Measured in `tests/data/llm/contract_names_ab/`. An example the model copied as its fill, and that
-fill failed, is not shown again (`withdrawn`, keyed by `code_key`): on matmul_scale_residual the local
+fill failed, is not shown again where that fill was the port's only one (`withdrawn`, keyed by
+`code_key`; `porting.port_prompt_context`): on matmul_scale_residual the local
 model sent `(acc + bias[col]) * scale` (the contract's "(bias, scale)" example; the task adds a
 residual) in 8 of its 9 port answers of the eighth round, 7 of them word for word again.
 """

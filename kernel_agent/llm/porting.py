@@ -460,7 +460,12 @@ def port_prompt_context(task: Task, naive: str, skeleton: Skeleton, earlier: lis
     """Variables of `port.j2` (one wording for every model: the answer is a few short blocks anyway);
     `sample`: how many fresh samples of the skeleton were asked before (`example_fill`); `failed`: the
     fills of the skeleton's earlier ports that the model copied from its prompt and that failed their
-    check (`copied`; the examples equal to them are not shown again)."""
+    check (`copied`; the examples equal to them are not shown again where the model fills one slot: the
+    copy is then known wrong. With several slots, which is wrong is not known, and the example's other
+    slots are often right: in the local model's tenth round, masked_cumsum lost the cumulative sum's example
+    after a copy with a wrong LOAD and then wrote `1.f` and `a * b`)."""
+    if len(plan(skeleton, task).asked) != 1:
+        failed = ()
     example = example_fill(skeleton, task, winners=winners, sample=sample, failed=failed)
     shown = frozenset(example["slots"]) if example else frozenset()
     return {"task": task_context(task), "naive": naive, "skeleton": skeleton_view(skeleton, task, shown, failed),

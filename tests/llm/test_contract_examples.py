@@ -202,3 +202,17 @@ def test_an_example_a_failed_port_copied_is_withdrawn():
     assert "(acc + bias[col]) * scale;` (bias, scale)" in before
     assert "(bias, scale)" not in after["contract"] and "(bias, relu)" in after["contract"]
     assert code_key("return a + b;") == code_key("a +\n  b") and code_key("a+b") != code_key("a-b")
+
+
+def test_a_failed_copy_withdraws_examples_only_where_one_slot_is_asked():
+    from kernel_agent.llm.porting import port_prompt_context
+
+    cumsum = load_task(ROOT / "tasks" / "naive" / "masked_cumsum.yaml")
+    first = port_prompt_context(cumsum, "naive", library()["row_scan"], [])
+    copy = {slot: first["example"]["shown"][slot] for slot in first["example"]["slots"]}
+    again = port_prompt_context(cumsum, "naive", library()["row_scan"], [], failed=[copy])
+    assert len(copy) > 1 and again["example"] == first["example"]  # which slot was wrong is unknown
+    residual = load_task(ROOT / "tasks" / "naive" / "matmul_scale_residual.yaml")
+    contract = "y[row * out_features + col] = (acc + bias[col]) * scale;"
+    view = port_prompt_context(residual, "naive", library()["matmul"], [], failed=[{"EPILOGUE": contract}])
+    assert "(bias, scale)" not in view["skeleton"]["slots"][0]["contract"]

@@ -41,6 +41,11 @@ _STD_MATH = {"max": "fmaxf", "min": "fminf", "fmax": "fmaxf", "fmin": "fminf", "
              "expm1": "expm1f", "erf": "erff"}
 _STD_CALL = re.compile(r"\bstd::(" + "|".join(_STD_MATH) + r")\s*\(")
 _NAMED = re.compile(r"^(?:(?:const\s+)?(?:int|float|long long|long|auto)\s+)?[A-Za-z_]\w*\s*=(?!=)\s*(?=\S)")
+# an expression led by the type its contract opens with (`float: 1.f`, `float 1.f` for IDENTITY: the local
+# model's tenth round, 4 compile errors); a cast is in parentheses and stays
+_TYPED = re.compile(r"^(?:const\s+)?(?:float|int|long long|long|double|unsigned|bool)\s*(?::\s*|\s+)(?=[^\s=:*&])")
+_TYPES = r"(?:const\s+)?(?:float|int|unsigned|long long|long|double|bool)\s"
+_SPLIT_MEMBERS = re.compile(r",\s*(?=" + _TYPES + ")")  # `float mean, float rstd`: two declarations
 
 
 def normalize_fills(skeleton: Skeleton, fills: Mapping[str, str]) -> dict[str, str]:
@@ -49,7 +54,9 @@ def normalize_fills(skeleton: Skeleton, fills: Mapping[str, str]) -> dict[str, s
     made EXPR, and one given as an assignment (`K = 8`, `const int K = 8;`) its value; `std::max(` and
     the other std:: float math written as CUDA's (`fmaxf(`); a member
     declared through an object (`float s.sum = 0.f;`) declared by its own name, and members given as a
-    whole struct (`struct State { float m; float sum; };`) taken out of it; `np.inf` written as
+    whole struct (`struct State { float m; float sum; };`) taken out of it, each declaration ending in `;`
+    (`float mean, float rstd` as `float mean; float rstd;`); an expression led by its type (`float: 1.f`)
+    without it; `np.inf` written as
     `INFINITY`; a placeholder (`...`) read as no fill; optional slots not given left empty."""
     out = {}
     for slot in skeleton.slots:
@@ -62,12 +69,23 @@ def normalize_fills(skeleton: Skeleton, fills: Mapping[str, str]) -> dict[str, s
             text = _body(text)
         elif slot.kind in ("dim", "expr"):  # `return INFINITY;`, as a body would say it, is INFINITY
             text = _NAMED.sub("", _LONE_RETURN.sub("", " ".join(text.split()).rstrip(";").strip()))
+            text = _TYPED.sub("", text) if slot.kind == "expr" else text
         elif slot.kind == "fields":
             if whole := _STRUCT.match(text):  # the skeleton declares the struct: its members are the fill
                 text = dedent(whole.group("members").strip("\n"))
             text = _MEMBER_VIA_OBJECT.sub(r"\g<type>\g<name>", text)
+            text = "\n".join(_member_line(line) for line in text.split("\n"))
         out[slot.name] = text
     return out
+
+
+def _member_line(line: str) -> str:
+    """A fields line as C: declarations split by commas each with its own type (`float mean, float rstd`)
+    made separate, and the closing `;` a declaration lacks added."""
+    code = line.split("//")[0].rstrip()
+    if not code.strip() or code.endswith((";", "{", "}", ",")):
+        return line
+    return _SPLIT_MEMBERS.sub("; ", code) + ";"
 
 
 def check_fills(skeleton: Skeleton, task: Task, fills: Mapping[str, str]) -> list[str]:

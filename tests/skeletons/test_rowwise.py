@@ -167,3 +167,24 @@ def test_a_fill_may_name_the_state_type_and_call_std_math():
     (result,) = compile_many([{"source": source, "entries": ["kagent_rowwise"], "knobs": {}, "arch": "sm_90"}])
     assert result.ok, result.log[:2000]
     assert instance.source != source
+
+
+@pytest.mark.skipif(not HAS_NVRTC, reason="NVRTC (cuda-bindings) not installed")
+def test_an_expression_led_by_its_type_and_members_without_semicolons_compile():
+    """The local model's tenth round: IDENTITY filled `float: 1.f` or `float 1.f` (the type its contract opens
+    with; 4 compile errors, "expected a )"), and group_norm's STATE `float mean, float rstd` without `;`."""
+    group_norm = load_task(ROOT / "tasks" / "naive" / "group_norm.yaml")
+    rowwise = library()["rowwise"]
+    fills = parse_fills(fill_path("group_norm").read_text(), rowwise).values
+    fills["STATE"] = "float sum, float sq"
+    assert normalize_fills(rowwise, fills)["STATE"] == "float sum; float sq;"
+    cumsum = load_task(ROOT / "tasks" / "naive" / "masked_cumsum.yaml")
+    row_scan = library()["row_scan"]
+    scan = parse_fills((ROOT / "tests" / "data" / "ports" / "masked_cumsum.md").read_text(), row_scan).values
+    assert [normalize_fills(row_scan, {**scan, "IDENTITY": typed})["IDENTITY"]
+            for typed in ("float: 0.f", "float 0.f", "(float)0")] == ["0.f", "0.f", "(float)0"]
+    sources = [instantiate(rowwise, group_norm, fills).source,
+               instantiate(row_scan, cumsum, {**scan, "IDENTITY": "float: 0.f"}).source]
+    results = compile_many([{"source": s, "entries": [entry], "knobs": {}, "arch": "sm_90"}
+                            for s, entry in zip(sources, ["kagent_rowwise", "kagent_row_scan"])])
+    assert all(r.ok for r in results), [r.log[:1000] for r in results]

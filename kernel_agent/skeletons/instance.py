@@ -82,10 +82,13 @@ def normalize_fills(skeleton: Skeleton, fills: Mapping[str, str]) -> dict[str, s
 def _member_line(line: str) -> str:
     """A fields line as C: declarations split by commas each with its own type (`float mean, float rstd`)
     made separate, and the closing `;` a declaration lacks added."""
-    code = line.split("//")[0].rstrip()
-    if not code.strip() or code.endswith((";", "{", "}", ",")):
+    code, marker, comment = line.partition("//")
+    code = code.rstrip()
+    if not code.strip():
         return line
-    return _SPLIT_MEMBERS.sub("; ", code) + ";"
+    code = _SPLIT_MEMBERS.sub("; ", code)
+    code += "" if code.endswith((";", "{", "}", ",")) else ";"
+    return code + (f" //{comment}" if marker else "")
 
 
 def check_fills(skeleton: Skeleton, task: Task, fills: Mapping[str, str]) -> list[str]:

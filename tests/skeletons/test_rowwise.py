@@ -178,6 +178,8 @@ def test_an_expression_led_by_its_type_and_members_without_semicolons_compile():
     fills = parse_fills(fill_path("group_norm").read_text(), rowwise).values
     fills["STATE"] = "float sum, float sq"
     assert normalize_fills(rowwise, fills)["STATE"] == "float sum; float sq;"
+    assert normalize_fills(rowwise, {"STATE": "float m, float s; // stats\nint n"})["STATE"] == \
+        "float m; float s; // stats\nint n;"
     cumsum = load_task(ROOT / "tasks" / "naive" / "masked_cumsum.yaml")
     row_scan = library()["row_scan"]
     scan = parse_fills((ROOT / "tests" / "data" / "ports" / "masked_cumsum.md").read_text(), row_scan).values

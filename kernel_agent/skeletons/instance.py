@@ -42,7 +42,7 @@ _STD_MATH = {"max": "fmaxf", "min": "fminf", "fmax": "fmaxf", "fmin": "fminf", "
 _STD_CALL = re.compile(r"\bstd::(" + "|".join(_STD_MATH) + r")\s*\(")
 _NAMED = re.compile(r"^(?:(?:const\s+)?(?:int|float|long long|long|auto)\s+)?[A-Za-z_]\w*\s*=(?!=)\s*(?=\S)")
 # an expression led by the type its contract opens with (`float: 1.f`, `float 1.f` for IDENTITY: the local
-# model's tenth round, 4 compile errors); a cast is in parentheses and stays
+# model's tenth round, 5 compile errors); a cast is in parentheses and stays
 _TYPED = re.compile(r"^(?:const\s+)?(?:float|int|long long|long|double|unsigned|bool)\s*(?::\s*|\s+)(?=[^\s=:*&])")
 _TYPES = r"(?:const\s+)?(?:float|int|unsigned|long long|long|double|bool)\s"
 _SPLIT_MEMBERS = re.compile(r",\s*(?=" + _TYPES + ")")  # `float mean, float rstd`: two declarations

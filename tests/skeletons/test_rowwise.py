@@ -172,7 +172,7 @@ def test_a_fill_may_name_the_state_type_and_call_std_math():
 @pytest.mark.skipif(not HAS_NVRTC, reason="NVRTC (cuda-bindings) not installed")
 def test_an_expression_led_by_its_type_and_members_without_semicolons_compile():
     """The local model's tenth round: IDENTITY filled `float: 1.f` or `float 1.f` (the type its contract opens
-    with; 4 compile errors, "expected a )"), and group_norm's STATE `float mean, float rstd` without `;`."""
+    with; 5 compile errors, "expected a )"), and group_norm's STATE `float mean, float rstd` without `;`."""
     group_norm = load_task(ROOT / "tasks" / "naive" / "group_norm.yaml")
     rowwise = library()["rowwise"]
     fills = parse_fills(fill_path("group_norm").read_text(), rowwise).values

@@ -43,9 +43,9 @@ _STD_CALL = re.compile(r"\bstd::(" + "|".join(_STD_MATH) + r")\s*\(")
 _NAMED = re.compile(r"^(?:(?:const\s+)?(?:int|float|long long|long|auto)\s+)?[A-Za-z_]\w*\s*=(?!=)\s*(?=\S)")
 # an expression led by the type its contract opens with (`float: 1.f`, `float 1.f` for IDENTITY: the local
 # model's tenth round, 5 compile errors); a cast is in parentheses and stays
-_TYPED = re.compile(r"^(?:const\s+)?(?:float|int|long long|long|double|unsigned|bool)\s*(?::\s*|\s+)(?=[^\s=:*&])")
-_TYPES = r"(?:const\s+)?(?:float|int|unsigned|long long|long|double|bool)\s"
-_SPLIT_MEMBERS = re.compile(r",\s*(?=" + _TYPES + ")")  # `float mean, float rstd`: two declarations
+_SCALAR_TYPE = r"(?:const\s+)?(?:float|int|long long|long|double|unsigned|bool)"
+_TYPED = re.compile(r"^" + _SCALAR_TYPE + r"\s*(?::\s*|\s+)(?=[^\s=:*&])")
+_SPLIT_MEMBERS = re.compile(r",\s*(?=" + _SCALAR_TYPE + r"\s)")  # `float mean, float rstd`: two declarations
 
 
 def normalize_fills(skeleton: Skeleton, fills: Mapping[str, str]) -> dict[str, str]:

@@ -67,6 +67,8 @@ EXIT_REASONS = {
     6: (Status.runtime_error, "the emulator refused the launch"),
     7: (Status.runtime_error, "the emulator's request was cut short"),
     8: (Status.runtime_error, "the emulator's reply could not be written"),
+    10: (Status.runtime_error, "an illegal address: the kernel wrote to dynamic shared memory past the bytes its "
+                               "launch asks for (the `// @kagent smem:` directive)"),
 }
 
 
@@ -190,12 +192,15 @@ def _build(kernel: Kernel) -> tuple[Path | None, str]:
 
 def _translation_unit(kernel: Kernel) -> str:
     """The kernel's source as the host compiler sees it: the prelude, dynamic shared memory pointed at
-    the emulator's arena, and the list of its entries."""
+    the emulator's arena (a sized `extern __shared__` array made static, as NVRTC makes it), and the list of
+    its entries."""
     source = re.sub(
         r"extern\s+__shared__\s+((?:__align__\s*\(\s*\d+\s*\)\s*|alignas\s*\(\s*\d+\s*\)\s*)*)([\w:]+(?:\s+[\w:]+)*?)"
         r"\s+(\w+)\s*\[\s*\]\s*;",
         lambda m: f"{m.group(2)}* const {m.group(3)} = reinterpret_cast<{m.group(2)}*>(kg_dynamic_smem);",
         kernel.source)
+    # A sized `extern __shared__ T name[N];` is a static definition to NVRTC (its warning 20044): here too.
+    source = re.sub(r"\bextern\s+(__shared__\s[^;\[\]]*?\w\s*\[[^\]]*\S[^\]]*\])", r"\1", source)
     source = re.sub(r"__shared__\s+alignas\s*\(\s*(\d+)\s*\)", r"__shared__ __align__(\1)", source)
     entries = " ".join(f"X({name})" for name in kernel.entries)
     return (f'{PRELUDE}\n#line 1 "{kernel.path.name}"\n{source}\n#line 1 "kagent-emulator"\n'

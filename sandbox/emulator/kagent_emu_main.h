@@ -246,7 +246,9 @@ int main() {
         unsigned threads = L.block[0] * L.block[1] * L.block[2];
         if (threads == 0 || threads > KG_MAX_THREADS) kg_fail(6, "bad block");
         if (L.smem > KG_DYNAMIC_SMEM_BYTES) kg_fail(6, "more dynamic shared memory than the emulator holds");
-        std::memset(kg_dynamic_smem, 0xCD, L.smem);
+        // The whole arena starts as 0xCD: what lies past the launch's size must still be 0xCD afterwards (a
+        // write there is an illegal address on the GPU, where the block owns only L.smem bytes).
+        std::memset(kg_dynamic_smem, 0xCD, KG_DYNAMIC_SMEM_BYTES);
         kg_block_dim = dim3{L.block[0], L.block[1], L.block[2]};
         kg_grid_dim = dim3{L.grid[0], L.grid[1], L.grid[2]};
         kg_running = kg_entries[L.entry];
@@ -258,6 +260,13 @@ int main() {
             kg_block_idx = dim3{(unsigned)(b % L.grid[0]), (unsigned)((b / L.grid[0]) % L.grid[1]),
                                 (unsigned)(b / (1ull * L.grid[0] * L.grid[1]))};
             kg_run_block(threads, h.order & 1u);
+        }
+        for (unsigned long long i = L.smem; i < KG_DYNAMIC_SMEM_BYTES; ++i) {
+            if (kg_dynamic_smem[i] == 0xCD) continue;
+            char what[96];
+            std::snprintf(what, sizeof what, "byte %llu written; the launch has %llu bytes", i,
+                          L.smem);
+            kg_fail(10, what);
         }
     }
     unsigned done = 0x454e4f44u;

@@ -36,6 +36,7 @@ CHEATS = {
     "first_launch_only.cu": (Status.wrong_result, None),
     "cached_result.cu": (Status.wrong_result, None),
     "illegal_address.cu": (Status.runtime_error, None),
+    "dynamic_smem_overrun.cu": (Status.runtime_error, None),
     "infinite_loop.cu": (Status.timeout, None),
     "too_many_registers.cu": (Status.resource_error, None),
     "too_much_shared_memory.cu": (Status.resource_error, None),

@@ -69,6 +69,7 @@ CAUGHT = {
     "out_of_bounds_write.cu": (Status.wrong_result, "guard"),
     "race.cu": (Status.wrong_result, "check"),
     "illegal_address.cu": (Status.runtime_error, None),
+    "dynamic_smem_overrun.cu": (Status.runtime_error, None),
     "infinite_loop.cu": (Status.timeout, None),
 }
 
@@ -122,6 +123,27 @@ def test_a_race_between_warps_differs_between_the_two_schedules(tmp_path):
     outcome = check(load_task(ROOT / "tasks" / "level1" / "row_sum.yaml"), kernel_file, emulate=True)
     assert outcome.status is Status.nondeterministic, outcome.message
     assert "differ between two schedules" in outcome.message
+
+
+def test_a_sized_extern_shared_array_is_static_as_nvrtc_makes_it(tmp_path):
+    """NVRTC reads `extern __shared__ float part[2];` as a static array (warning 20044), not as dynamic
+    shared memory: the emulator builds it the same way, so the kernel runs (and is correct) with no `smem`
+    bytes asked for; the dynamic array beside it is still bounded by the launch's bytes."""
+    sized = RACY_ROW_SUM.replace("__shared__ float part[2];", "extern __shared__ float part[2];").replace(
+        "if (threadIdx.x == 0) y", "__syncthreads();\n    if (threadIdx.x == 0) y")
+    assert sized.count("extern __shared__ float part[2];") == 1 and "__syncthreads();" in sized
+    task = load_task(ROOT / "tasks" / "level1" / "row_sum.yaml")
+    kernel_file = tmp_path / "sized_extern.cu"
+    kernel_file.write_text(sized)
+    outcome = check(task, kernel_file, emulate=True)
+    assert outcome.status is Status.not_run and outcome.message.startswith("correct at"), outcome.message
+    with_dynamic = sized.replace("extern __shared__ float part[2];",
+                                 "extern __shared__ float part[2];\n    extern __shared__ float spill[];\n"
+                                 "    spill[threadIdx.x] = 0.f;")
+    kernel_file.write_text(with_dynamic)
+    outcome = check(task, kernel_file, emulate=True)
+    assert outcome.status is Status.runtime_error and "dynamic shared memory past" in outcome.message, \
+        outcome.message
 
 
 RACY_ROW_SUM = """\

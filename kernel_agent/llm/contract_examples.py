@@ -147,6 +147,31 @@ def stand_ins(contracts: Mapping[str, str], given: Mapping[str, str], params: It
     return renames
 
 
+def with_given_names(contract: str, given: Mapping[str, str], loads: Mapping[str, str] = {}) -> str:
+    """A contract's prose (outside its code) with the slots kagent fills from the task's shapes said as
+    their fills: `va is IN_A[i]` as `va is predictions[i]`, `p < BATCH, row < M` as `p < 1, row < batch`.
+    `given`: slot name to an expression fill; `loads`: a given load slot's call as its contract writes
+    it (`load_a(p, row, kk)`) to the value its fill returns (`x[row * in_features + kk]`), so that `acc
+    is the sum over kk < K of load_a(p, row, kk) * ...` reads as the task's own sum. The local model
+    wrote `va * (logf(vb) - logf(va))` for kl_div_loss, whose vb is the targets (eleventh round): it had
+    to chain `vb is IN_B[i]` with `IN_B = targets`, read elsewhere."""
+    if not given and not loads:
+        return contract
+
+    def said(prose: str) -> str:
+        for call, value in loads.items():
+            prose = prose.replace(call, value)
+        return re.sub(r"(?<![\w.])([A-Z][A-Z0-9_]*)(?!\w)",
+                      lambda m: _as_operand(given[m.group(1)]) if m.group(1) in given else m.group(0), prose)
+
+    return "".join(part if part.startswith("`") else said(part) for part in re.split(r"(`[^`]*`)", contract))
+
+
+def _as_operand(expr: str) -> str:
+    expr = expr.strip()
+    return expr if re.fullmatch(r"[\w.]+", expr) else f"({expr})"
+
+
 def written_buffers(code: str) -> set[str]:
     """Names an example's code stores to (`y[i] = ...`, `atomicAdd(loss, ...)`)."""
     return set(_STORE.findall(code)) | set(_ATOMIC.findall(code))

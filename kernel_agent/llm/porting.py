@@ -42,7 +42,14 @@ from ..skeletons.winners import read_winner
 from ..task import Task
 from .answers import ParsedAnswer
 from .context import launch_evidence
-from .contract_examples import code_key, declared_names, in_scope_examples, renamed_code, stand_ins
+from .contract_examples import (
+    code_key,
+    declared_names,
+    in_scope_examples,
+    renamed_code,
+    stand_ins,
+    with_given_names,
+)
 from .grammar import slots_grammar
 from .prompts import task_context
 
@@ -82,15 +89,32 @@ def skeleton_view(skeleton: Skeleton, task: Task, shown: frozenset[str] = frozen
     telling = words_of(f"{task.name} {task.description} {task.reference_source()}")
     slots = [(s, s.optional and s.name not in chosen.needed) for name in chosen.asked
              if (s := skeleton.slot(name)) is not None]
+    said = {name: fill for name, fill in chosen.given.items()
+            if (slot := skeleton.slot(name)) is not None and slot.kind in ("dim", "expr")}
+    loads = given_loads(skeleton, chosen.given)
     return {"name": skeleton.name, "summary": skeleton.summary, "fits": skeleton.fits,
             "slots": [{"name": s.name, "kind": KIND_WORDS[s.kind].format(dims=dims),
                        "contract": _without_params(in_scope_examples(
-                           s.contract, task.params, renames, telling, telling_only=s.name in shown,
+                           with_given_names(s.contract, said, loads), task.params, renames, telling,
+                           telling_only=s.name in shown,
                            withdrawn={code_key(f[s.name]) for f in failed if f.get(s.name, "").strip()})),
                        "scope": _scope(skeleton, task, s.name),
                        "optional": optional} for s, optional in slots],
             "required": [s.name for s, optional in slots if not optional],
             "given": chosen.given, "after": chosen.after, "unused": sorted(chosen.unused)}
+
+
+def given_loads(skeleton: Skeleton, given: Mapping[str, str]) -> dict[str, str]:
+    """The body slots kagent fills whose fill is one `return VALUE;`, as the contracts call them
+    (`load_a(p, row, kk)`, the signature's arguments) to VALUE (`x[row * in_features + kk]`)."""
+    calls = {}
+    for name, fill in given.items():
+        m = re.fullmatch(r"\s*return\s+([^;]+);\s*", fill)
+        signature = _SIGNATURE.match(slot.contract) if (slot := skeleton.slot(name)) is not None else None
+        if m and signature and slot is not None and slot.kind == "body":
+            arguments = [a for a in slot_arguments(skeleton, name)]
+            calls[f"{signature.group('name')}({', '.join(arguments)})"] = m.group(1).strip()
+    return calls
 
 
 def _without_params(contract: str) -> str:
@@ -221,6 +245,7 @@ def fills_reader(skeleton: Skeleton, task: Task, base: Mapping[str, str],
             for k, v in given.items()}
         if not given:
             return ParsedAnswer(None, "none", "no slot blocks found. " + FORMAT.format(first=first)), None
+        given = without_lone_self_calls(skeleton, given)
         fills = with_used_members(skeleton, {**own, **given})
         fills.update(derive(skeleton, task, fills).fills)
         fills = with_dim_slots(skeleton, task, fills)
@@ -258,6 +283,19 @@ def self_calls(skeleton: Skeleton, fills: Mapping[str, str]) -> list[str]:
             problems.append(f"slot {name} calls {m.group('name')}(), the function its fill is the body of: "
                             "write the math itself, with the names in scope")
     return problems
+
+
+def without_lone_self_calls(skeleton: Skeleton, fills: Mapping[str, str]) -> dict[str, str]:
+    """An optional slot whose whole fill calls its own function (`final(row, s, pre);` as FINAL) left
+    empty: the model passed the slot by (the local model's matvec answer of the eleventh round, refused
+    for it). A required slot's is left for `self_calls` to refuse."""
+    out = dict(fills)
+    for name, fill in fills.items():
+        slot = skeleton.slot(name)
+        m = _SIGNATURE.match(slot.contract) if slot is not None and slot.kind == "body" and slot.optional else None
+        if m and re.fullmatch(rf"\s*(?:return\s+)?{m.group('name')}\s*\([^;]*\)\s*;?\s*", fill):
+            out[name] = ""
+    return out
 
 
 _DECLARES = re.compile(r"\b(?:long long|int|float|long|double|auto|unsigned|bool)\s*[*&]?\s*([A-Za-z_]\w*)\s*[=;,\[)]")

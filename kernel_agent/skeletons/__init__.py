@@ -6,6 +6,7 @@ the `*.cu` files of this folder; `README.md` lists them."""
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 
 from ..task import Task, TaskError, load_task
@@ -29,6 +30,7 @@ __all__ = [
     "instantiate",
     "library",
     "named_skeleton",
+    "names_its_operation",
     "normalize_fills",
     "parse_fills",
     "parse_skeleton",
@@ -62,9 +64,22 @@ def suite_task(name: str) -> Task | None:
 def fitting(task: Task, folder: Path = LIBRARY) -> list[Skeleton]:
     """The skeletons that fit the task: those of its family (every skeleton when the task names no
     family) that its shapes do not rule out (`derive.py`: a row scan for a task whose output has no
-    input's shape), the likeliest first (`ranking.py`)."""
+    input's shape) and whose operation the task names (`needs`), the likeliest first (`ranking.py`)."""
     skeletons = [s for s in library(folder).values() if task.family is None or task.family in s.families]
-    return rank(task, [s for s in skeletons if not derive(s, task).misfit], task.reference_source())
+    reference = task.reference_source()
+    return rank(task, [s for s in skeletons if not derive(s, task).misfit and names_its_operation(task, s, reference)],
+                reference)
+
+
+def names_its_operation(task: Task, skeleton: Skeleton, reference: str = "") -> bool:
+    """Whether the task's name, description or reference holds one of the words the skeleton `needs`
+    (any task, when it needs none). The local model sent 13 of log_softmax's and group_norm's 22 port
+    answers to row_scan, whose shapes they fit (eleventh round, tests/data/llm/emulated_loop/): a
+    running sum or a call of the slot's own function each, none of them the task."""
+    if not skeleton.needs:
+        return True
+    text = f"{task.name} {task.description} {reference}".lower().replace("_", " ")
+    return any(re.search(rf"\b{re.escape(word)}", text) for word in skeleton.needs)
 
 
 def port(task: Task, text: str, skeleton: str | None = None, header: str = "") -> Instance:

@@ -6,6 +6,7 @@ placeholders `{{SLOT}}`, `{{params}}` (the task's C parameters) and `{{args}}` (
     // @skeleton summary: each row reduced to statistics, then mapped with them
     // @skeleton families: rowwise
     // @skeleton fits: the main input is ROWS contiguous rows of COLS float32 values
+    // @skeleton needs: cumsum cumprod cumulative
     // @skeleton slot ROWS [dim]: the number of rows, over the task's dims
     // @skeleton slot IN_ROW [expr]: `const float*`: the first element of row `row` of the input
     // @skeleton slot FINISH [body, optional]: `void finish(PARAMS, long long row, State s)`: ...
@@ -14,6 +15,9 @@ Slot kinds: `dim` (an expression over the task's dims, in the directives and the
 integers, + - * and parentheses), `expr` (a C expression), `body` (the statements of a device function
 the skeleton declares around the slot; a lone expression becomes `return EXPR;`) and `fields` (member
 declarations of a struct). An optional slot left unfilled is empty.
+
+`needs` (optional) names the operations a skeleton is only for: a task fits it only when its name,
+description or reference holds one of those words (a row scan fits log_softmax's shapes, never its math).
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ class Skeleton:
     slots: tuple[Slot, ...]
     template: str  # the file without its @skeleton lines, placeholders in place
     path: Path
+    needs: tuple[str, ...] = ()  # words one of which the task's name, description or reference must hold
 
     def slot(self, name: str) -> Slot | None:
         return next((s for s in self.slots if s.name == name), None)
@@ -80,11 +85,11 @@ def parse_skeleton(path: Path) -> Skeleton:
         key, slot_name, kind_text, value = m.groups()
         if key == "slot":
             slots.append(_slot(path, number, slot_name, kind_text, value, slots))
-        elif key in ("name", "summary", "families", "fits") and slot_name is None:
+        elif key in ("name", "summary", "families", "fits", "needs") and slot_name is None:
             fields[key] = value
         else:
             raise SkeletonError(f"{path}:{number}: unknown @skeleton line {key!r} (name, summary, families, fits, "
-                                "slot NAME [kind]: contract)")
+                                "needs, slot NAME [kind]: contract)")
     for key in ("name", "summary", "families", "fits"):
         if not fields.get(key):
             raise SkeletonError(f"{path}: no '// @skeleton {key}:' line")
@@ -103,7 +108,9 @@ def parse_skeleton(path: Path) -> Skeleton:
     if "@kagent entry:" not in template:
         raise SkeletonError(f"{path}: no '// @kagent entry:' directive: a skeleton is a kernel file")
     families = tuple(f for f in re.split(r"[,\s]+", fields["families"]) if f)
-    return Skeleton(fields["name"], fields["summary"], families, fields["fits"], tuple(slots), template, path)
+    needs = tuple(w.lower() for w in re.split(r"[,\s]+", fields.get("needs", "")) if w)
+    return Skeleton(fields["name"], fields["summary"], families, fields["fits"], tuple(slots), template, path,
+                    needs)
 
 
 def _slot(path: Path, number: int, name: str | None, kind_text: str | None, contract: str,

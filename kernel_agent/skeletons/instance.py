@@ -174,14 +174,26 @@ def _inline(slot: Slot | None, text: str) -> str:
 
 
 def _body(text: str) -> str:
-    """A body fill: a whole function's braces taken off; a lone expression made a return statement."""
+    """A body fill: a whole function's braces taken off, and the stray statements after its closing
+    brace with them (the local model's `float accumulate(...) { return acc + w[c] * v; } return acc;`,
+    eleventh round); a lone expression made a return statement."""
     stripped = text.strip()
-    if _FUNCTION.match(stripped) and stripped.endswith("}"):
-        stripped = stripped[stripped.index("{") + 1: -1].strip("\n")
-        text = dedent(stripped)
+    if _FUNCTION.match(stripped) and (end := _closing_brace(stripped, stripped.index("{"))) is not None \
+            and "{" not in stripped[end:]:
+        text = dedent(stripped[stripped.index("{") + 1: end].strip("\n"))
     if text.strip() and ";" not in text and "{" not in text and "return" not in text:
         return f"return {text.strip()};"
     return dedent(text)
+
+
+def _closing_brace(text: str, opening: int) -> int | None:
+    """The index of the `}` that closes the `{` at `opening` (None when it is never closed)."""
+    depth = 0
+    for i in range(opening, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        if depth == 0:
+            return i
+    return None
 
 
 def dedent(text: str) -> str:

@@ -2,6 +2,7 @@
 // @skeleton summary: an inclusive scan (cumsum, cumprod, cummax) along each contiguous row: one block a row in tiles of BLOCK*ITEMS columns, VEC-wide coalesced loads and streaming stores, a warp transpose through padded shared memory, a sequential scan in registers, a warp-shuffle scan and a fixed-order block carry
 // @skeleton families: rowwise
 // @skeleton fits: the output is float32 ROWS x COLS, element (row, col) the inclusive scan (with an associative combine) of the values v(row, k), k <= col, where v is computed from a float32 input of ROWS x COLS at the same index (and other inputs at that index, e.g. a mask)
+// @skeleton needs: cumsum cumprod cummax cummin cumulative accumulate scan
 // @skeleton slot ROWS [dim]: the number of rows scanned, over the task's dims, e.g. `rows` (`B * H` for a 3-D tensor scanned along its last axis)
 // @skeleton slot COLS [dim]: the length of each row, the scanned axis, e.g. `cols`
 // @skeleton slot IN [expr]: `const float*`: the float32 input of ROWS * COLS elements read at every element, e.g. `x`

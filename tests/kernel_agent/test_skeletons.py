@@ -137,7 +137,9 @@ def test_skeletons_fit_by_family():
     task = load_task(SOFTPLUS)
     assert [s.name for s in fitting(task)] == [s.name for s in library().values() if "elementwise" in s.families]
     anyone = fitting(task.model_copy(update={"family": None}))  # every skeleton its shapes do not rule out
-    assert sorted(s.name for s in anyone) == sorted(set(library()) - {"axis_reduce"}) and anyone[0].name == "elementwise"
+    # every skeleton but axis_reduce (the shapes) and row_scan (softplus is no scan)
+    assert sorted(s.name for s in anyone) == sorted(set(library()) - {"axis_reduce", "row_scan"})
+    assert anyone[0].name == "elementwise"
 
 
 def test_reductions_fit_only_outputs_they_can_write():
@@ -173,7 +175,37 @@ def test_a_scan_does_not_fit_a_task_whose_output_has_no_inputs_shape():
     assert [s.name for s in fitting(tasks["row_argmax"])] == ["rowwise"]  # an int64 result a row
     assert derive(scan, tasks["masked_cumsum"]).misfit == ""
     assert fitting(tasks["masked_cumsum"])[0].name == "row_scan"
-    assert "row_scan" in [s.name for s in fitting(tasks["softmax"])]  # same shape: ranking's call, not a misfit
+
+
+def test_a_scan_fits_only_a_task_that_scans():
+    """log_softmax and group_norm have outputs of their input's shape, as a scan does, and the local
+    model sent 13 of their 22 port answers of the eleventh round to row_scan: a running sum each, or a
+    call of the slot's own function. row_scan `needs` a scan named in the task; the tasks that scan
+    (by name, description or reference: np.cumsum, torch.cumsum) keep it, first."""
+    from kernel_agent.skeletons import names_its_operation
+    from kernel_agent.task import discover
+
+    tasks = {path.stem: load_task(path) for path in discover(ROOT / "tasks")}
+    scan = library()["row_scan"]
+    assert scan.needs and "cumsum" in scan.needs
+    for name in ("softmax", "log_softmax", "group_norm", "layernorm"):
+        assert "row_scan" not in [s.name for s in fitting(tasks[name])], name
+        assert "rowwise" in [s.name for s in fitting(tasks[name])], name
+    for name in ("masked_cumsum", "prefix_scan"):
+        assert fitting(tasks[name])[0].name == "row_scan", name
+    renamed = tasks["softmax"].model_copy(update={"name": "softmax_then_cumsum"})
+    assert names_its_operation(renamed, scan)  # the name alone is enough
+    assert names_its_operation(tasks["softmax"], library()["rowwise"])  # a skeleton that needs nothing
+
+
+def test_a_skeleton_needs_line_is_read(tmp_path):
+    line = "// @skeleton needs: cumsum cumprod cummax cummin cumulative accumulate scan"
+    text = library()["row_scan"].path.read_text().replace(line, "// @skeleton needs: Cumsum, scan")
+    path = tmp_path / "scan.cu"
+    path.write_text(text)
+    assert parse_skeleton(path).needs == ("cumsum", "scan")
+    path.write_text(text.replace("// @skeleton needs: Cumsum, scan\n", ""))
+    assert parse_skeleton(path).needs == ()
 
 
 @pytest.mark.skipif(not HAS_NVRTC, reason="needs NVRTC (cuda-bindings)")

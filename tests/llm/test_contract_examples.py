@@ -2,7 +2,13 @@
 
 from pathlib import Path
 
-from kernel_agent.llm.contract_examples import in_scope_examples, names_used, stand_ins, written_buffers
+from kernel_agent.llm.contract_examples import (
+    in_scope_examples,
+    names_used,
+    stand_ins,
+    with_given_names,
+    written_buffers,
+)
 from kernel_agent.llm.porting import skeleton_view
 from kernel_agent.skeletons import library
 from kernel_agent.task import load_task
@@ -216,3 +222,27 @@ def test_a_failed_copy_withdraws_examples_only_where_one_slot_is_asked():
     contract = "y[row * out_features + col] = (acc + bias[col]) * scale;"
     view = port_prompt_context(residual, "naive", library()["matmul"], [], failed=[{"EPILOGUE": contract}])
     assert "(bias, scale)" not in view["skeleton"]["slots"][0]["contract"]
+
+
+def test_a_contracts_prose_says_the_given_slots_as_their_fills_and_leaves_its_code_alone():
+    contract = ("`float term(PARAMS, long long i, float va, float vb)`: va is IN_A[i] over N values, "
+                "e.g. `return IN_A[i];`")
+    said = with_given_names(contract, {"IN_A": "predictions", "N": "batch * n"})
+    assert said == ("`float term(PARAMS, long long i, float va, float vb)`: va is predictions[i] over (batch * n) "
+                    "values, e.g. `return IN_A[i];`")
+    assert with_given_names("over KK < K, of load_a(p, row, kk)", {"K": "k"}, {"load_a(p, row, kk)": "a[kk]"}) \
+        == "over KK < k, of a[kk]"  # a name that is not a given slot stays
+    assert with_given_names(contract, {}) == contract
+
+
+def test_the_port_prompt_says_what_the_arguments_hold_in_the_tasks_names():
+    """kl_div_loss's TERM got `va * (logf(vb) - logf(va))` from the local model (eleventh round): it had
+    to chain `vb is IN_B[i]` with `IN_B = targets`. The contract now says `vb is targets[i]`; a matmul
+    epilogue's acc is the sum of the task's own loads."""
+    kl = skeleton_view(library()["full_reduce"], load_task(ROOT / "tasks" / "naive" / "kl_div_loss.yaml"))
+    term = next(s for s in kl["slots"] if s["name"] == "TERM")["contract"]
+    assert "va is predictions[i] and vb is targets[i]" in term and "IN_A" not in term
+    fused = skeleton_view(library()["matmul"], load_task(ROOT / "tasks" / "naive" / "matmul_scale_residual.yaml"))
+    epilogue = next(s for s in fused["slots"] if s["name"] == "EPILOGUE")["contract"]
+    assert "the sum over kk < in_features of x[row * in_features + kk] * weight[col * in_features + kk]" in epilogue
+    assert "row < batch, col < out_features" in epilogue

@@ -161,6 +161,32 @@ def test_a_fill_that_calls_its_own_slots_function_is_told_so():
     assert port is not None
 
 
+def test_an_optional_slot_that_only_calls_its_own_function_is_read_as_empty():
+    """matvec's FINAL as `final(row, s, pre);` (the local model, eleventh round): the slot passed by, not
+    a refusal; MERGE, required, as `merge(s, o);` is still refused."""
+    from kernel_agent.llm.porting import fills_reader
+    from kernel_agent.skeletons import library
+    from kernel_agent.task import load_task
+
+    matvec = load_task(ROOT / "tasks" / "naive" / "matvec.yaml")
+    read = fills_reader(library()["rowwise"], matvec, {}, "h")
+    blocks = ("```STATE\nfloat acc = 0.f;\n```\n```ADD\ns.acc += v * x[col];\n```\n```MERGE\n{merge}\n```\n"
+              "```FINAL\nfinal(row, s, pre);\n```\n```FINISH\ny[row] = s.acc;\n```\n")
+    parsed, port = read(blocks.format(merge="s.acc += o.acc;"), True)
+    assert port is not None and port.fills["FINAL"] == "", parsed.feedback
+    parsed, port = read(blocks.format(merge="merge(s, o);"), True)
+    assert port is None and "slot MERGE calls merge()" in parsed.feedback and "FINAL" not in parsed.feedback
+
+
+def test_a_whole_function_with_stray_statements_after_it_is_read_as_its_body():
+    from kernel_agent.skeletons import library, normalize_fills
+
+    window = library()["window1d"]
+    fills = normalize_fills(window, {"ACCUMULATE": "float accumulate(float acc, float v, int c, int k) {\n"
+                                                   "    return acc + w[c * 3 + k] * v;\n}\nreturn acc;"})
+    assert fills["ACCUMULATE"] == "return acc + w[c * 3 + k] * v;"
+
+
 def test_an_epilogue_that_loops_over_its_own_arguments_is_read_as_the_loops_body():
     from kernel_agent.llm.porting import fills_reader
     from kernel_agent.skeletons import library

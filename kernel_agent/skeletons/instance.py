@@ -19,7 +19,11 @@ _FORBIDDEN = re.compile(r"__global__|#\s*include|\basm\b|\{\{")
 _MEMBER_VIA_OBJECT = re.compile(r"(?P<type>\b(?:float|int|unsigned|long long|bool)\s+)"
                                 r"[A-Za-z_]\w*\.(?P<name>[A-Za-z_]\w*)")
 _STRUCT = re.compile(r"^\s*(?:typedef\s+)?struct\s*\w*\s*\{(?P<members>.*)\}\s*\w*\s*;?\s*$", re.DOTALL)
-_FUNCTION = re.compile(r"^\s*(?:__device__\s+|__forceinline__\s+|inline\s+|static\s+)*[\w:<>\s*&]+\([^)]*\)\s*\{")
+# a function definition's head: a return type (a small model leaves it out at times), then a name that is no
+# statement keyword (`if (v > m) {` is code, not a function), then its parameters and the opening brace
+_KEYWORD = r"(?!(?:if|else|for|while|switch|return|do)\b)"
+_FUNCTION = re.compile(r"^\s*(?:__device__\s+|__forceinline__\s+|inline\s+|static\s+)*(?:const\s+)?"
+                       rf"(?:{_KEYWORD}[A-Za-z_][\w:<>]*[\s*&]+)?{_KEYWORD}[A-Za-z_]\w*\s*\([^)]*\)\s*\{{")
 
 
 @dataclass

@@ -187,6 +187,19 @@ def test_a_whole_function_with_stray_statements_after_it_is_read_as_its_body():
     assert fills["ACCUMULATE"] == "return acc + w[c * 3 + k] * v;"
 
 
+def test_a_body_that_opens_with_a_block_statement_is_code_not_a_function():
+    """cross_entropy's ADD opens with `if (v > s.m) {`: not a function head, so nothing is unwrapped or
+    cut (a looser reading kept only the if's body, and the example port failed on the H100)."""
+    from kernel_agent.skeletons import library, normalize_fills
+
+    rowwise = library()["rowwise"]
+    for code in ("if (v > s.m) {\n    s.sum *= __expf(s.m - v);\n    s.m = v;\n}\ns.sum += __expf(v - s.m);",
+                 "for (int k = 0; k < 2; ++k) {\n    s.sum += v;\n}", "if (v > 0.f) { s.sum += v; }"):
+        assert normalize_fills(rowwise, {"ADD": code})["ADD"] == code
+    headless = "final(long long row, State& s, float pre) {\n    s.sum = 1.f / s.sum;\n}"  # no return type
+    assert normalize_fills(rowwise, {"FINAL": headless})["FINAL"] == "s.sum = 1.f / s.sum;"
+
+
 def test_an_epilogue_that_loops_over_its_own_arguments_is_read_as_the_loops_body():
     from kernel_agent.llm.porting import fills_reader
     from kernel_agent.skeletons import library

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterable, Mapping
 
+from ..skeletons.derive import operand
 from ..skeletons.ranking import words_of
 
 _IDENTIFIER = re.compile(r"(?<![\w.>])([A-Za-z_]\w*)(?!\w)(\s*\()?")
@@ -162,14 +163,9 @@ def with_given_names(contract: str, given: Mapping[str, str], loads: Mapping[str
         for call, value in loads.items():
             prose = prose.replace(call, value)
         return re.sub(r"(?<![\w.])([A-Z][A-Z0-9_]*)(?!\w)",
-                      lambda m: _as_operand(given[m.group(1)]) if m.group(1) in given else m.group(0), prose)
+                      lambda m: operand(given[m.group(1)]) if m.group(1) in given else m.group(0), prose)
 
     return "".join(part if part.startswith("`") else said(part) for part in re.split(r"(`[^`]*`)", contract))
-
-
-def _as_operand(expr: str) -> str:
-    expr = expr.strip()
-    return expr if re.fullmatch(r"[\w.]+", expr) else f"({expr})"
 
 
 def written_buffers(code: str) -> set[str]:

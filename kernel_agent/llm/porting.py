@@ -110,10 +110,8 @@ def given_loads(skeleton: Skeleton, given: Mapping[str, str]) -> dict[str, str]:
     calls = {}
     for name, fill in given.items():
         m = re.fullmatch(r"\s*return\s+([^;]+);\s*", fill)
-        signature = _SIGNATURE.match(slot.contract) if (slot := skeleton.slot(name)) is not None else None
-        if m and signature and slot is not None and slot.kind == "body":
-            arguments = [a for a in slot_arguments(skeleton, name)]
-            calls[f"{signature.group('name')}({', '.join(arguments)})"] = m.group(1).strip()
+        if m and (function := _function_name(skeleton, name)) is not None:
+            calls[f"{function}({', '.join(slot_arguments(skeleton, name))})"] = m.group(1).strip()
     return calls
 
 
@@ -277,10 +275,9 @@ def self_calls(skeleton: Skeleton, fills: Mapping[str, str]) -> list[str]:
     in its fifth to seventh rounds), said as such."""
     problems = []
     for name, fill in fills.items():
-        slot = skeleton.slot(name)
-        m = _SIGNATURE.match(slot.contract) if slot is not None and slot.kind == "body" else None
-        if m and re.search(rf"(?<![\w.>]){m.group('name')}\s*\(", fill):
-            problems.append(f"slot {name} calls {m.group('name')}(), the function its fill is the body of: "
+        function = _function_name(skeleton, name)
+        if function is not None and re.search(rf"(?<![\w.>]){function}\s*\(", fill):
+            problems.append(f"slot {name} calls {function}(), the function its fill is the body of: "
                             "write the math itself, with the names in scope")
     return problems
 
@@ -291,9 +288,9 @@ def without_lone_self_calls(skeleton: Skeleton, fills: Mapping[str, str]) -> dic
     for it). A required slot's is left for `self_calls` to refuse."""
     out = dict(fills)
     for name, fill in fills.items():
-        slot = skeleton.slot(name)
-        m = _SIGNATURE.match(slot.contract) if slot is not None and slot.kind == "body" and slot.optional else None
-        if m and re.fullmatch(rf"\s*(?:return\s+)?{m.group('name')}\s*\([^;]*\)\s*;?\s*", fill):
+        slot, function = skeleton.slot(name), _function_name(skeleton, name)
+        if slot is not None and slot.optional and function is not None \
+                and re.fullmatch(rf"\s*(?:return\s+)?{function}\s*\([^;]*\)\s*;?\s*", fill):
             out[name] = ""
     return out
 
@@ -447,6 +444,14 @@ def failing_slots(port: Port, outcome: Outcome) -> list[str]:
 
 _UNDEFINED = re.compile(r'identifier "(\w+)" is undefined')
 _SIGNATURE = re.compile(r"^`(?:const\s+)?(?P<type>[A-Za-z_]\w*)[\s*&]*(?P<name>\w+)\((?P<args>[^)`]*)\)`")
+
+
+def _function_name(skeleton: Skeleton, name: str) -> str | None:
+    """The name of the function a body slot's fill is the body of (`term` for TERM), from the signature
+    its contract opens with; None for other slots."""
+    slot = skeleton.slot(name)
+    m = _SIGNATURE.match(slot.contract) if slot is not None and slot.kind == "body" else None
+    return m.group("name") if m else None
 
 
 def _signature(skeleton: Skeleton, name: str) -> tuple[str, list[tuple[str, str]]] | None:

@@ -98,7 +98,7 @@ def product(axes: Sequence[str]) -> str:
     return " * ".join(axes) if axes else "1"
 
 
-def _operand(expr: str) -> str:
+def operand(expr: str) -> str:
     """`expr` as a factor: parenthesised unless it is one name or number."""
     return expr if expr.replace("_", "a").isalnum() else f"({expr})"
 
@@ -192,9 +192,9 @@ def _rowwise(shapes: _Shapes, known: dict[str, str]) -> Derived:
             fills.update(ROWS=product(axes[:k]), COLS=product(axes[k:]))
     cols = fills.get("COLS", known.get("COLS"))
     if cols is not None:
-        fills["IN_ROW"] = f"{name} + row * {_operand(cols)}"
+        fills["IN_ROW"] = f"{name} + row * {operand(cols)}"
         if len(mapped) == 1 and not rows_out:
-            fills["OUT_ROW"] = f"{mapped[0]} + row * {_operand(cols)}"
+            fills["OUT_ROW"] = f"{mapped[0]} + row * {operand(cols)}"
     return Derived(fills, frozenset(unused), frozenset(needed))
 
 

@@ -6,7 +6,6 @@ placeholders `{{SLOT}}`, `{{params}}` (the task's C parameters) and `{{args}}` (
     // @skeleton summary: each row reduced to statistics, then mapped with them
     // @skeleton families: rowwise
     // @skeleton fits: the main input is ROWS contiguous rows of COLS float32 values
-    // @skeleton needs: cumsum cumprod cumulative
     // @skeleton slot ROWS [dim]: the number of rows, over the task's dims
     // @skeleton slot IN_ROW [expr]: `const float*`: the first element of row `row` of the input
     // @skeleton slot FINISH [body, optional]: `void finish(PARAMS, long long row, State s)`: ...

@@ -51,6 +51,7 @@ from .contract_examples import (
     with_given_names,
 )
 from .grammar import slots_grammar
+from .naive_names import in_slot_names
 from .prompts import task_context
 
 EXAMPLES = LIBRARY / "examples"
@@ -386,12 +387,18 @@ def with_used_members(skeleton: Skeleton, fills: Mapping[str, str]) -> dict[str,
     """The fills with the statistics struct read as the contracts say: a member reached through the
     struct as if it were a pointer (`s->acc`) reached with a dot, and each member the code slots use
     (`s.sq += v * v;`, as the contracts' examples do) but the fields slot does not declare, declared
-    `float NAME;` (zero: a sum's empty value). The local model wrote both. A member of another type, or
-    one whose empty value is not zero, is the model's to declare."""
+    `float NAME;` (zero: a sum's empty value); and a fields fill written as the statements that set
+    the members (`s.sum = 0.f;`) read as their declarations (`float sum = 0.f;`). The local model wrote
+    all three. A member of another type, or one whose empty value is not zero, is the model's to declare."""
     fields = next((slot.name for slot in skeleton.slots if slot.kind == "fields"), None)
     if fields is None:
         return dict(fills)
     out, used = dict(fills), {}
+    holders = {a for slot in skeleton.slots for a in _state_arguments(skeleton, slot.name)}
+    if holders and (state := out.get(fields, "")):
+        out[fields] = _ASSIGNED_MEMBER.sub(
+            lambda m: f"{m.group('indent')}{m.group('type') or 'float '}{m.group('name')} ="
+            if m.group("object") in holders else m.group(0), state)
     for slot in skeleton.slots:
         objects = _state_arguments(skeleton, slot.name)
         if objects and (text := out.get(slot.name, "")):
@@ -403,6 +410,11 @@ def with_used_members(skeleton: Skeleton, fills: Mapping[str, str]) -> dict[str,
         state = out.get(fields, "").rstrip()
         out[fields] = "\n".join([*([state] if state.strip() else []), *(f"float {n};" for n in missing)])
     return out
+
+
+# a fields fill written as the statements that set the struct's members (`s.sum = 0.f;`, `float s.m = 0.f;`)
+_ASSIGNED_MEMBER = re.compile(r"^(?P<indent>[ \t]*)(?P<type>(?:float|int|unsigned)\s+)?(?P<object>[A-Za-z_]\w*)\s*"
+                              r"(?:\.|->)\s*(?P<name>[A-Za-z_]\w*)\s*=(?!=)", re.MULTILINE)
 
 
 def _member_names(fields: str) -> set[str]:
@@ -511,5 +523,6 @@ def port_prompt_context(task: Task, naive: str, skeleton: Skeleton, earlier: lis
         failed = ()
     example = example_fill(skeleton, task, winners=winners, sample=sample, failed=failed)
     shown = frozenset(example["slots"]) if example else frozenset()
-    return {"task": task_context(task), "naive": naive, "skeleton": skeleton_view(skeleton, task, shown, failed),
-            "example": example, "earlier": earlier}
+    named = in_slot_names(naive, skeleton, task, derive(skeleton, task, {}).fills)
+    return {"task": task_context(task), "naive": named, "naive_renamed": named != naive,
+            "skeleton": skeleton_view(skeleton, task, shown, failed), "example": example, "earlier": earlier}

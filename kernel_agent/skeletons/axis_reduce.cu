@@ -2,6 +2,7 @@
 // @skeleton summary: a float32 tensor of shape OUTER x R x INNER reduced over its middle axis R (a sum, mean, max, min, or the index of the max or min); a block takes BLOCK_X*VEC neighbouring columns of one outer slice, its threads split R in RSPLIT strided parts with UNROLL rows of coalesced (VEC-wide where aligned) loads in flight, then merge the parts in shared memory
 // @skeleton families: reduction
 // @skeleton fits: the input is float32 of shape (OUTER, R, INNER) with R the reduced axis (a middle or first axis: INNER > 1), and output (o, c) is a function of the combined values x[o, r, c] over r, or of the index r where the max or min is (argmax, argmin: first index on ties); for a reduction over the last axis use a rowwise skeleton
+// @skeleton indices: o < OUTER, c < INNER
 // @skeleton slot OUTER [dim]: the product of the dims before the reduced axis, e.g. `B` (`1` when there are none)
 // @skeleton slot R [dim]: the length of the reduced axis, e.g. `N`
 // @skeleton slot INNER [dim]: the product of the dims after the reduced axis, e.g. `D`

@@ -2,6 +2,7 @@
 // @skeleton summary: an n-ary map: each output element from the inputs at its own index; grid-stride loop, ITEMS elements a thread in flight
 // @skeleton families: elementwise
 // @skeleton fits: one float32 output of N elements, each a function of the inputs (and scalars) at the same flat index; activations, bias adds, scalings, clamps
+// @skeleton indices: i < N
 // @skeleton slot N [dim]: the number of output elements, over the task's dims (e.g. `n`, or `rows * cols`)
 // @skeleton slot OUT [expr]: the output buffer this kernel writes, e.g. `y`
 // @skeleton slot VALUE [body]: `float value(PARAMS, long long i)`: every parameter of the task is in scope; return output element i, e.g. `const float v = x[i]; return v > 0.f ? v : 0.01f * v;`

@@ -17,6 +17,8 @@ declarations of a struct). An optional slot left unfilled is empty.
 
 `needs` (optional) names the operations a skeleton is only for: a task fits it only when its name,
 description or reference holds one of those words (a row scan fits log_softmax's shapes, never its math).
+`indices` (optional) bounds the slots' index arguments by dim slots, `// @skeleton indices: row < ROWS,
+col < COLS`: the port prompt names the naive kernel's indices of the same bounds so (`llm/naive_names.py`).
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ class Skeleton:
     template: str  # the file without its @skeleton lines, placeholders in place
     path: Path
     needs: tuple[str, ...] = ()  # words one of which the task's name, description or reference must hold
+    indices: tuple[tuple[str, str], ...] = ()  # (a slot argument, the dim slot bounding it): `row < ROWS`
 
     def slot(self, name: str) -> Slot | None:
         return next((s for s in self.slots if s.name == name), None)
@@ -84,11 +87,11 @@ def parse_skeleton(path: Path) -> Skeleton:
         key, slot_name, kind_text, value = m.groups()
         if key == "slot":
             slots.append(_slot(path, number, slot_name, kind_text, value, slots))
-        elif key in ("name", "summary", "families", "fits", "needs") and slot_name is None:
+        elif key in ("name", "summary", "families", "fits", "needs", "indices") and slot_name is None:
             fields[key] = value
         else:
             raise SkeletonError(f"{path}:{number}: unknown @skeleton line {key!r} (name, summary, families, fits, "
-                                "needs, slot NAME [kind]: contract)")
+                                "needs, indices, slot NAME [kind]: contract)")
     for key in ("name", "summary", "families", "fits"):
         if not fields.get(key):
             raise SkeletonError(f"{path}: no '// @skeleton {key}:' line")
@@ -109,7 +112,20 @@ def parse_skeleton(path: Path) -> Skeleton:
     families = tuple(f for f in re.split(r"[,\s]+", fields["families"]) if f)
     needs = tuple(w.lower() for w in re.split(r"[,\s]+", fields.get("needs", "")) if w)
     return Skeleton(fields["name"], fields["summary"], families, fields["fits"], tuple(slots), template, path,
-                    needs)
+                    needs, _indices(path, fields.get("indices", ""), slots))
+
+
+def _indices(path: Path, text: str, slots: list[Slot]) -> tuple[tuple[str, str], ...]:
+    """`row < ROWS, col < COLS` as (argument, dim slot) pairs; each bound a declared dim slot."""
+    pairs = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        m = re.fullmatch(r"([a-z_]\w*)\s*<\s*([A-Z][A-Z0-9_]*)", part)
+        if m is None:
+            raise SkeletonError(f"{path}: @skeleton indices: {part!r} is not 'argument < DIM_SLOT'")
+        if not any(s.name == m.group(2) and s.kind == "dim" for s in slots):
+            raise SkeletonError(f"{path}: @skeleton indices: {m.group(2)} is not a dim slot of this skeleton")
+        pairs.append((m.group(1), m.group(2)))
+    return tuple(pairs)
 
 
 def _slot(path: Path, number: int, name: str | None, kind_text: str | None, contract: str,

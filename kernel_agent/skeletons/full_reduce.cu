@@ -2,6 +2,7 @@
 // @skeleton summary: a whole input summed to one float, then written as the task's scalar result or used to map every element: one chunk of BLOCK*VEC*ITEMS elements a block (VEC-wide loads, ITEMS in flight a thread, warp shuffles), then one fixed-order pass over the block partials (TWO_PASS=1) or one atomic a block (TWO_PASS=0)
 // @skeleton families: reduction
 // @skeleton fits: the result is the sum over all N elements of a term of one or two float32 inputs of N elements each (read at the same flat index), written as a scalar output (a loss, a norm, a total) or used to rescale every element (divide by a norm); not for a max, a min or an argmin
+// @skeleton indices: i < N
 // @skeleton slot N [dim]: the number of elements summed, over the task's dims (e.g. `batch * n`, or `N * C * H * W`)
 // @skeleton slot IN_A [expr]: `const float*`: a float32 input of N elements read at every element, e.g. `predictions`
 // @skeleton slot IN_B [expr]: `const float*`: a second float32 input of N elements read at the same elements, e.g. `targets`; the same as IN_A when the task has one input, e.g. `x`

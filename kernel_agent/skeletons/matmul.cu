@@ -2,6 +2,7 @@
 // @skeleton summary: fp32 (batched) GEMM C[p] = A[p] @ B[p] with a fused epilogue: BM x BN block tiles of C, TM x TN register tiles a thread, A and B staged through double-buffered shared-memory tiles BK deep (the next tile's loads in flight during the FMAs, one barrier a tile); no TF32
 // @skeleton families: matmul, convolution
 // @skeleton fits: every output element is (a function of) a sum over kk < K of A[p][row][kk] * B[p][kk][col] for BATCH independent M x N float32 outputs, where each A and B element can be read (or computed) from the inputs given its indices: matmuls, batched matmuls, linear layers (transposed weights), and channel-mixing convolutions as implicit GEMMs (K = in channels * taps)
+// @skeleton indices: p < BATCH, row < M, col < N
 // @skeleton slot BATCH [dim]: the number of independent products C[p] = A[p] @ B[p] (1 for a single matmul; at most 65535), e.g. `batch` or `1`
 // @skeleton slot M [dim]: the number of rows of each C (and of A), e.g. `m`
 // @skeleton slot N [dim]: the number of columns of each C (and of B), e.g. `n`

@@ -2,6 +2,7 @@
 // @skeleton summary: fp16 (batched) GEMM on tensor cores (wmma 16x16x16, fp32 accumulate) with a fused fp32 epilogue: each warp a 64 x (16 * FRAG_N) tile of C, A and B tiles BK deep through a STAGES-deep ring of shared memory filled by 16-byte cp.async copies (element-wise copies where the operand is not contiguous and aligned)
 // @skeleton families: matmul_tensor_core
 // @skeleton fits: every output element is (a function of) a sum over kk < K of A[p][row][kk] * B[p][kk][col] for BATCH independent M x N outputs, A and B being __half tensors in memory with a strided layout (each element at an address affine in its indices: row-major, batched, or transposed like an nn.Linear weight); fp32 accumulation
+// @skeleton indices: p < BATCH, row < M, col < N
 // @skeleton slot BATCH [dim]: the number of independent products C[p] = A[p] @ B[p] (1 for a single matmul; at most 65535), e.g. `batch` or `1`
 // @skeleton slot M [dim]: the number of rows of each C (and of A), e.g. `m`
 // @skeleton slot N [dim]: the number of columns of each C (and of B), e.g. `n`

@@ -2,6 +2,7 @@
 // @skeleton summary: each row reduced to statistics (optionally after a first pass, e.g. the row max), then every element mapped with them or one result per row written; BLOCK/ROWS_PER_BLOCK threads a row, the row held in registers, VEC-wide loads with a scalar head and tail, warp shuffles then shared memory
 // @skeleton families: rowwise
 // @skeleton fits: the main input is ROWS rows of COLS contiguous float32 values each; every row is reduced to a few numbers (max, sums, a dot product), then either each value of the row gives the value at the same column of an output row (softmax, log_softmax, layernorm, rmsnorm, l2-normalize, group_norm) or one result per row is written (row sums, matvec, a loss added atomically)
+// @skeleton indices: row < ROWS, col < COLS
 // @skeleton slot ROWS [dim]: the number of rows, over the task's dims, e.g. `rows`, or `N * G` for the (sample, group) rows of a tensor
 // @skeleton slot COLS [dim]: the number of values in one row (contiguous in memory, fewer than 2^31), e.g. `cols`, or `CG * H * W`
 // @skeleton slot IN_ROW [expr]: `const float*` to the first value of input row `row` (a long long), e.g. `x + row * cols`

@@ -2,6 +2,7 @@
 // @skeleton summary: a batch of 2-D transposes through a padded shared-memory tile: each block moves a TILE x TILE tile with coalesced (float4) loads along the input's rows and coalesced (float4, streaming) stores along the output's rows, an element map applied on the way
 // @skeleton families: data_movement
 // @skeleton fits: float32 input of BATCH contiguous ROWS x COLS matrices and output of BATCH contiguous COLS x ROWS matrices, y[b, c, r] = value(x[b, r, c]); transposes, swaps of two adjacent axis groups such as NCHW -> NHWC (BATCH = N, ROWS = C, COLS = H * W), optionally with an elementwise map
+// @skeleton indices: b < BATCH, r < ROWS, c < COLS
 // @skeleton slot BATCH [dim]: the number of matrices transposed, over the task's dims, e.g. `N` (`1` for a single matrix)
 // @skeleton slot ROWS [dim]: the rows of an input matrix (= the columns of an output matrix), e.g. `rows`, or `C` for NCHW -> NHWC
 // @skeleton slot COLS [dim]: the columns of an input matrix, contiguous (= the rows of an output matrix), e.g. `cols`, or `H * W` for NCHW -> NHWC

@@ -2,6 +2,7 @@
 // @skeleton summary: 1-D sliding windows over the rows of length L of an N x C x L tensor (pooling, depthwise 1-D convolution): a block stages its output tile's input segment, halo and padding included, in shared memory with coalesced float4 loads (or reads it through the cache), then each thread folds the windows of ITEMS outputs
 // @skeleton families: pooling, convolution
 // @skeleton fits: float32 input (N, C, L) and output (N, C, LO), both contiguous; output (n, c, o) folds the K taps at input positions o * S - P + k * D of the same row (n, c), with a constant window geometry; 1-D max/avg pooling, depthwise 1-D convolution; not a convolution that mixes channels
+// @skeleton indices: c < CHANNELS
 // @skeleton slot BATCH [dim]: the batch size N of the input (N, C, L), e.g. `B` (`1` for a (C, L) input)
 // @skeleton slot CHANNELS [dim]: the channel count C of the input (N, C, L), e.g. `C`
 // @skeleton slot L [dim]: the length of an input row (its values are contiguous), e.g. `L`

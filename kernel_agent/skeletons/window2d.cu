@@ -2,6 +2,7 @@
 // @skeleton summary: 2-D sliding windows over the H x W planes of an N x C x H x W tensor (pooling, depthwise convolution): a block stages its output tile's input, halo and padding included, in shared memory with coalesced float4 loads (or reads it through the cache), then each thread folds the windows of OUT_H x OUT_W outputs
 // @skeleton families: pooling, convolution
 // @skeleton fits: float32 input (N, C, H, W) and output (N, C, HO, WO), both contiguous; output (n, c, oy, ox) folds the KH x KW taps at input rows oy * SH - PH + ky * DH and columns ox * SW - PW + kx * DW of the same plane (n, c), with a constant window geometry; max/avg pooling, depthwise convolution; not a convolution that mixes channels
+// @skeleton indices: c < CHANNELS
 // @skeleton slot BATCH [dim]: the batch size N of the input (N, C, H, W), e.g. `N` (`1` for a (C, H, W) input)
 // @skeleton slot CHANNELS [dim]: the channel count C of the input (N, C, H, W), e.g. `C`
 // @skeleton slot H [dim]: the height of an input plane, e.g. `H`

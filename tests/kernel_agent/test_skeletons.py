@@ -46,6 +46,10 @@ HEADER = ("// @skeleton name: s\n// @skeleton summary: x\n// @skeleton families:
     (HEADER + "// @skeleton slot V [body]: x\n// @kagent entry: k\nint a = {{V}};\n", "must stand alone on its line"),
     (HEADER.replace("// @skeleton fits: x\n", "") + "// @kagent entry: k\n", "no '// @skeleton fits:' line"),
     (HEADER + "// @skeleton slot V [expr]: x\n{{V}}\n", "no '// @kagent entry:'"),
+    (HEADER + "// @skeleton indices: i <= N\n// @skeleton slot N [dim]: n\n// @kagent entry: k\n{{N}}\n",
+     "'i <= N' is not 'argument < DIM_SLOT'"),
+    (HEADER + "// @skeleton indices: i < V\n// @skeleton slot V [expr]: x\n// @kagent entry: k\n{{V}}\n",
+     "V is not a dim slot of this skeleton"),
 ])
 def test_a_malformed_skeleton_file_is_refused_with_its_reason(tmp_path, text, words):
     with pytest.raises(SkeletonError, match=re.escape(words)):
@@ -206,6 +210,12 @@ def test_a_skeleton_needs_line_is_read(tmp_path):
     assert parse_skeleton(path).needs == ("cumsum", "scan")
     path.write_text(text.replace("// @skeleton needs: Cumsum, scan\n", ""))
     assert parse_skeleton(path).needs == ()
+
+
+def test_a_skeleton_indices_line_bounds_its_arguments_by_dim_slots():
+    assert library()["matmul"].indices == (("p", "BATCH"), ("row", "M"), ("col", "N"))
+    assert library()["rowwise"].indices == (("row", "ROWS"), ("col", "COLS"))
+    assert library()["row_scan"].indices == ()  # its index is flat: no one dim bounds it
 
 
 @pytest.mark.skipif(not HAS_NVRTC, reason="needs NVRTC (cuda-bindings)")

@@ -241,6 +241,28 @@ def test_state_members_the_code_slots_use_but_state_does_not_declare_are_declare
         assert result.ok, result.log
 
 
+def test_a_state_written_as_the_statements_that_set_its_members_is_read_as_their_declarations():
+    """The local model's log_softmax STATE was `s.sum = 0.f;` and its masked_cumsum STATE `float s.sum = 0.f;`
+    (round 12: "this declaration has no storage class or type specifier"): the members they set, declared
+    with those values; a declaration or a comparison stays as written."""
+    from kernel_agent.llm.porting import fills_reader
+    from kernel_agent.skeletons import library
+    from kernel_agent.task import load_task
+
+    task = load_task(ROOT / "tasks" / "naive" / "log_softmax.yaml")
+    rest = ("```ADD\nv = expf(v - pre); s.sum += v;\n```\n```MERGE\ns.sum += o.sum;\n```\n"
+            "```MAP\nreturn v / s.sum;\n```\n```PRE\nreturn fmaxf(u, v);\n```\n")
+    for state, read in [("s.sum = 0.f;", "float sum = 0.f;"),
+                        ("float s.sum = 0.f;\nint s.n = 0;", "float sum = 0.f;\nint n = 0;"),
+                        ("float sum = 0.f;", "float sum = 0.f;")]:
+        parsed, port = fills_reader(library()["rowwise"], task, {}, "h")(f"```STATE\n{state}\n```\n" + rest, True)
+        assert port is not None, parsed.feedback
+        assert port.fills["STATE"] == read
+    if HAS_NVRTC:
+        (result,) = compile_many([{"source": port.instance.source, "entries": ["kagent_rowwise"], "arch": "sm_90"}])
+        assert result.ok, result.log
+
+
 def test_a_placeholder_block_is_no_fill():
     from kernel_agent.skeletons import library, normalize_fills
 

@@ -93,7 +93,8 @@ def contexts(task, source, search) -> dict[str, dict]:
         "write_kernel": dict(task=task),
         "repair_unparsed": dict(feedback="SEARCH/REPLACE block 1: its SEARCH text does not appear in the "
                                 "parent kernel.", small=False, short=False),
-        "port": dict(task=task, naive=source, skeleton=SKELETON, earlier=["llm1 (port:elementwise): compile_error"],
+        "port": dict(task=task, naive=source, naive_renamed=False, skeleton=SKELETON,
+                     earlier=["llm1 (port:elementwise): compile_error"],
                      example={"task": "gelu", "description": "GELU", "fills": "```N\nn\n```", "renamed": False}),
         "repair_port": dict(task=task, skeleton=SKELETON, fills={"VALUE": "x[i]"},
                             failure={"status": "compile_error", "message": "1 error", "log": log,

@@ -35,18 +35,22 @@ _BELOW = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*)\s*<\s*(?P<bound>.+?)\s*$")
 _POINTER = re.compile(r"^[ \t]*(?:const\s+)?float\s*\*\s*(?:const\s+)?(?P<name>[A-Za-z_]\w*)\s*=\s*"
                       r"(?P<base>[A-Za-z_]\w*)\s*\+\s*(?P<offset>[^;]+);[ \t]*(?://[^\n]*)?\n", re.MULTILINE)
 _WORD = re.compile(r"[A-Za-z_]\w*")
+_COMMENT = re.compile(r"(//[^\n]*|/\*.*?\*/)", re.DOTALL)
 _SIMPLE = re.compile(r"[\w\s()*+\-/%]+")  # an offset written inside brackets as it is
 
 
 def in_slot_names(naive: str, skeleton: Skeleton, task: Task, given: Mapping[str, str]) -> str:
     """`naive` with its indices named as `skeleton`'s arguments (their bounds: the dim slots `given`
-    fills) and its row pointers written out at their uses."""
+    fills) and its pointers into buffers written out at their uses."""
     return with_pointers_written_out(with_indices_renamed(naive, skeleton, task, given), task)
 
 
 def with_indices_renamed(naive: str, skeleton: Skeleton, task: Task, given: Mapping[str, str]) -> str:
+    """`naive` with each local index named as the skeleton's argument of the same bound, where exactly one
+    local has that bound and the argument's name is free."""
     bounds = _local_bounds(naive, task)
-    code = " ".join(_split_comments(naive)[0])
+    pieces = _pieces(naive)
+    code = " ".join(pieces[::2])
     renames: dict[str, str] = {}
     for argument, dim in skeleton.indices:
         if not (fill := given.get(dim, "")).strip():
@@ -58,9 +62,8 @@ def with_indices_renamed(naive: str, skeleton: Skeleton, task: Task, given: Mapp
     if not renames:
         return naive
     word = re.compile(r"(?<![\w.>])(" + "|".join(map(re.escape, renames)) + r")\b")
-    pieces, comments = _split_comments(naive)
     return "".join(word.sub(lambda m: renames[m.group(1)], part) if i % 2 == 0 else part
-                   for i, part in enumerate(_interleave(pieces, comments)))
+                   for i, part in enumerate(pieces))
 
 
 def with_pointers_written_out(naive: str, task: Task) -> str:
@@ -112,10 +115,10 @@ def _closing(code: str, opening: int) -> int | None:
 def _local_bounds(naive: str, task: Task) -> list[tuple[str, str]]:
     """(local, its bound, normalized) for each index the kernel guards (`if (i >= n) return;`,
     `if (i < n) {`) or loops up to (`for (int k = 0; k < K; ...)`); the task's parameters are not locals."""
-    code = _split_comments(naive)[0]
-    found = [(m.group("name"), m.group("bound")) for m in _LOOP.finditer(" ".join(code))]
+    code = " ".join(_pieces(naive)[::2])
+    found = [(m.group("name"), m.group("bound")) for m in _LOOP.finditer(code)]
     for pattern, compare in ((_GUARD, _ABOVE), (_UNDER, _BELOW)):
-        for m in pattern.finditer(" ".join(code)):
+        for m in pattern.finditer(code):
             for part in re.split(r"\|\||&&", m.group("cond")):
                 if (c := compare.match(part)) is not None:
                     found.append((c.group("name"), c.group("bound")))
@@ -142,18 +145,8 @@ def _uses(code: str, name: str) -> bool:
     return name in _WORD.findall(code)
 
 
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 
-
-def _split_comments(source: str) -> tuple[list[str], list[str]]:
-    """The source cut into its code pieces and the comments between them (so a rename leaves prose alone)."""
-    return _COMMENT.split(source), _COMMENT.findall(source)
-
-
-def _interleave(code: list[str], comments: list[str]) -> list[str]:
-    out = []
-    for i, piece in enumerate(code):
-        out.append(piece)
-        if i < len(comments):
-            out.append(comments[i])
-    return out
+def _pieces(source: str) -> list[str]:
+    """The source cut at its comments: code at the even places, comments at the odd (a rename leaves
+    prose alone)."""
+    return _COMMENT.split(source)

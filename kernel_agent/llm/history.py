@@ -18,6 +18,9 @@ EARLIER_SHOWN = 6  # the model's kernels listed in a prompt (and half as many re
 # in the emulated runs of tests/data/llm/emulated_loop: at 0.7, 13 of 26 gave a new answer; at 1.0, 12 of 17)
 REPEAT_TEMPERATURES = (1.0, 1.3)
 WORD_FOR_WORD = "no new answer: this answer is word for word one you sent before in this run. Send a different kernel."
+# a port's: the skeleton splits the work, so only its fills can differ
+WORD_FOR_WORD_FILLS = ("no new answer: these fills are word for word ones you sent before in this run. "
+                       "Send different fills: the task's own math, as its naive kernel computes it.")
 
 
 @dataclass
@@ -73,18 +76,22 @@ class History:
         return lines
 
 
-def same_as(space: Space, source: str, repair: bool) -> str | None:
+def same_as(space: Space, source: str, repair: bool, port: bool = False) -> str | None:
     """"No new answer" feedback when the kernel is one the run has already: for a new kernel, the same
-    structure (names, comments, spacing and launch numbers aside); for a repair, the same text."""
+    structure (names, comments, spacing and launch numbers aside); for a repair, the same text. For a
+    port (`port`) the feedback asks for other fills, not another split of the work (the skeleton's)."""
     form = sameness.text if repair else sameness.structure
     mine = form(source)
     for label, ks in space.kernels.items():
         if ks.kernel is not None and form(ks.kernel.source) == mine:
             what = ("the same text, comments and spacing aside" if repair else
                     "the same code, names, comments, spacing and launch numbers aside")
-            return (f"no new answer: this kernel is {label} again ({what}). Send a kernel that works "
-                    "differently: " + ("change the lines that caused the failure." if repair else
-                                       "another way of splitting the work among blocks and threads."))
+            again = f"no new answer: this kernel is {label} again ({what}). "
+            if port:
+                return again + "Send fills with other math: the task's own, as its naive kernel computes it."
+            return again + "Send a kernel that works differently: " + (
+                "change the lines that caused the failure." if repair else
+                "another way of splitting the work among blocks and threads.")
     return None
 
 

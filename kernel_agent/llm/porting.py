@@ -46,6 +46,7 @@ from .contract_examples import (
     code_key,
     declared_names,
     in_scope_examples,
+    names_used,
     renamed_code,
     stand_ins,
     with_given_names,
@@ -160,7 +161,7 @@ def example_fill(skeleton: Skeleton, task: Task, folder: Path = EXAMPLES, winner
         other = suite_task(path.stem) if path.stem != task.name and named_skeleton(text) == skeleton.name else None
         if other is not None:
             alike = plan(skeleton, other).unused == chosen.unused  # writes its outputs as this task must
-            found.append(_example(chosen.asked, parse_fills(text, skeleton).values, alike,
+            found.append(_example(skeleton, task, chosen.asked, parse_fills(text, skeleton).values, alike,
                                   other.family == task.family, other.name, other.description, words,
                                   example_names(skeleton, other, task)))
     for path in sorted(winners.glob("*.md")) if winners is not None and winners.is_dir() else []:
@@ -168,7 +169,7 @@ def example_fill(skeleton: Skeleton, task: Task, folder: Path = EXAMPLES, winner
         if won is not None and won.task != task.name:
             alike = not any(won.fills.get(name, "").strip() for name in chosen.unused)
             other = suite_task(won.task)
-            found.append(_example(chosen.asked, won.fills, alike, won.family == task.family, won.task,
+            found.append(_example(skeleton, task, chosen.asked, won.fills, alike, won.family == task.family, won.task,
                                   f"{won.description}; measured {won.speedup:.2f}x its naive kernel", words,
                                   example_names(skeleton, other, task) if other is not None else {}))
     copied = [{slot: code_key(fill) for slot, fill in fills.items()} for fills in failed]
@@ -177,7 +178,7 @@ def example_fill(skeleton: Skeleton, task: Task, folder: Path = EXAMPLES, winner
     if not found:
         return None
     found.sort(key=lambda f: f[:-1])
-    pool = [f for f in found if f[0] == found[0][0]]
+    pool = [f for f in found if f[:2] == found[0][:2]]
     *_, example = pool[sample % len(pool)]
     return example
 
@@ -209,19 +210,33 @@ def _in_order(task: Task, names: Collection[str]) -> list[str]:
     return sorted(names, key=lambda n: task.params.index(n) if n in task.params else len(task.params))
 
 
-def _example(asked: list[str], fills: Mapping[str, str], alike: bool, same_family: bool, name: str,
-             description: str, words: set[str], renames: Mapping[str, str]) -> tuple[bool, bool, int, int, str, dict]:
-    """A candidate example with its sort key (alike first, then the family's, then the most words shared
-    with the task, then the shortest), its fills in this task's names (`renames`)."""
+def _example(skeleton: Skeleton, task: Task, asked: list[str], fills: Mapping[str, str], alike: bool,
+             same_family: bool, name: str, description: str, words: set[str],
+             renames: Mapping[str, str]) -> tuple[bool, bool, bool, int, int, str, dict]:
+    """A candidate example with its sort key (alike first, then one whose fills use only names in this
+    task's scope, then the family's, then the most words shared with the task, then the shortest), its
+    fills in this task's names (`renames`)."""
     shown = [slot for slot in asked if fills.get(slot, "").strip()]
     declared = set().union(*(declared_names(fills[slot]) for slot in shown))
     renames = {a: b for a, b in renames.items() if not set(re.findall(r"\w+", b)) & declared}
     written = {slot: renamed_code(fills[slot].strip(), renames) for slot in shown}
     blocks = "\n\n".join(f"```{slot}\n{fill}\n```" for slot, fill in written.items())
     shared = len(words & words_of(f"{name} {description}"))
-    return (not alike, not same_family, -shared, len(blocks), name,
+    return (not alike, _foreign(skeleton, task, written), not same_family, -shared, len(blocks), name,
             {"task": name, "description": description, "fills": blocks, "slots": sorted(shown),
              "renamed": bool(renames), "shown": written})
+
+
+def _foreign(skeleton: Skeleton, task: Task, fills: Mapping[str, str]) -> bool:
+    """Whether a code fill of an example uses a name this task does not have there (rmsnorm's `eps` and
+    `weight` shown to log_softmax): a small model copies the example, and the copy cannot compile. In the
+    local model's thirteenth round, 3 of log_softmax's 5 compile errors were rmsnorm's and layernorm's `eps`."""
+    for slot, fill in fills.items():
+        if (scope := _scope(skeleton, task, slot)) is not None:
+            known = {*scope["params"], *scope["arguments"], *task.params, *(s.name for s in skeleton.slots)}
+            if names_used(fill) - known:
+                return True
+    return False
 
 
 def fills_reader(skeleton: Skeleton, task: Task, base: Mapping[str, str],
@@ -239,8 +254,8 @@ def fills_reader(skeleton: Skeleton, task: Task, base: Mapping[str, str],
         given = {k: v for k, v in parse_fills(text, skeleton).values.items() if k in asked}
         if not given and len(asked) == 1 and (lone := _lone_block(text)) is not None:
             given = {asked[0]: lone}
-        given = {k: returning(skeleton, task, k, without_own_loops(
-            with_numbers(normalize_fills(skeleton, {k: v})[k], constants), slot_arguments(skeleton, k)))
+        given = {k: without_returned_values(skeleton, k, returning(skeleton, task, k, without_own_loops(
+            with_numbers(normalize_fills(skeleton, {k: v})[k], constants), slot_arguments(skeleton, k))))
             for k, v in given.items()}
         if not given:
             return ParsedAnswer(None, "none", "no slot blocks found. " + FORMAT.format(first=first)), None
@@ -378,6 +393,20 @@ def returning(skeleton: Skeleton, task: Task, name: str, fill: str) -> str:
     if store is None or store.group("out") not in task.outputs:
         return fill
     return "\n".join([*lines[:-1], f"return {store.group('value').strip()};"])
+
+
+_RETURN_VALUE = re.compile(r"\breturn\s+(?P<value>[^;]+?)\s*;")
+
+
+def without_returned_values(skeleton: Skeleton, name: str, fill: str) -> str:
+    """A fill of a slot that returns nothing (`void add(...)`) but that returns a value (`return s.acc;`
+    after updating s, `return y[row];` after storing it: the local model's matvec and epilogue fills,
+    "return value type does not match the function type", 5 compile errors in its twelfth and thirteenth
+    rounds) with each value evaluated and dropped: `{ (void)(s.acc); return; }`, as it means."""
+    signature = _signature(skeleton, name)
+    if signature is None or signature[0] != "void":
+        return fill
+    return _RETURN_VALUE.sub(lambda m: f"{{ (void)({m.group('value')}); return; }}", fill)
 
 
 _TYPE_WORDS = {"const", "float", "int", "unsigned", "long", "double", "bool", "short"}

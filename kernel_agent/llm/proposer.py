@@ -35,7 +35,7 @@ from .context import Extras, parent_view, prompt_context, repair_context
 from .examples import Example, family_example, teaching_example
 from .failures import LLMError
 from .grammar import KERNEL_GRAMMAR
-from .history import WORD_FOR_WORD, Answered, History, reask, same_as
+from .history import WORD_FOR_WORD, WORD_FOR_WORD_FILLS, Answered, History, reask, same_as
 from .history import temperature as history_temperature
 from .porting import Port, answer_grammar, copied, fills_reader, port_prompt_context, repair_view, skeleton_view
 from .prompts import render, task_context
@@ -133,7 +133,7 @@ class LLMProposer:
         again = samples > 0
         return self._ask(render(plan.prompt, **context), role, 0, plan.parent,
                          lambda text, finished, _earlier: read(text, finished), short=True, grammar=grammar,
-                         first_temperature=SAMPLE_TEMPERATURE if again else None)
+                         first_temperature=SAMPLE_TEMPERATURE if again else None, slots=view)
 
     def _failed_ports(self, state: SearchState, skeleton: str) -> list[dict[str, str]]:
         """The fills of this run's ports of `skeleton` copied from their prompt whose kernel failed its check."""
@@ -199,7 +199,7 @@ class LLMProposer:
         grammar = answer_grammar(skeleton, to_fix, optional=() if context["failure"]["slots_to_fix"] else to_fix)
         return self._ask(render("repair_port.j2", **context), origin.role, origin.round + 1, failed.candidate,
                          lambda text, finished, _earlier: read(text, finished), short=True, grammar=grammar,
-                         base_fills=port.fills, reask_repeats=False)
+                         base_fills=port.fills, reask_repeats=False, slots=view)
 
     def _kernel_grammar(self) -> str | None:
         """A small model answers with one ```cuda block, a whole file or the functions it changes (where
@@ -209,7 +209,7 @@ class LLMProposer:
     def _ask(self, prompt: str, role: str, round_: int, parent: Candidate, read: Reader,
              short: bool, grammar: str | None = None, parent_source: str | None = None,
              base_fills: dict[str, str] | None = None, first_temperature: float | None = None,
-             reask_repeats: bool = True) -> Proposal | None:
+             reask_repeats: bool = True, slots: dict | None = None) -> Proposal | None:
         """Ask; `read` makes the answer a kernel file (a whole file or edits against the text the prompt
         showed, or slot fills); re-ask once when the answer is unusable or no new answer, at a higher
         temperature for the latter (`first_temperature`: the first ask's, where not the configured one).
@@ -217,7 +217,9 @@ class LLMProposer:
         was shown, and a fresh port sample does better than a re-ask, `Planner.port_plan`). `grammar`:
         the answer's form, where the server enforces one. `parent_source` (the text `read` applies a
         file or edit answer to) and `base_fills` (the fills a port's repair answer goes over) are kept
-        in the call's row, so that training reads answers the same way (`train/judge.py`)."""
+        in the call's row, so that training reads answers the same way (`train/judge.py`). `slots`: a
+        port's skeleton as its prompt showed it (`porting.skeleton_view`): a re-ask asks for its slot
+        blocks again (not a kernel file), and no new answer asks for other fills."""
         if not self.enabled:
             return None
         template = "system_port.j2" if role.startswith("port:") else "system_small.j2" if self.small else "system.j2"
@@ -236,8 +238,9 @@ class LLMProposer:
             parsed, port = read(text, completion["finish_reason"] != "length", earlier)
             label, problem = None, parsed.feedback
             if self.history.repeated(text):
-                problem = WORD_FOR_WORD
-            elif parsed.source is not None and (same := same_as(self.space, parsed.source, repair=round_ > 0)):
+                problem = WORD_FOR_WORD if slots is None else WORD_FOR_WORD_FILLS
+            elif parsed.source is not None and (same := same_as(self.space, parsed.source, repair=round_ > 0,
+                                                                port=slots is not None)):
                 problem = same
             elif parsed.source is not None:
                 label = f"llm{len(self.origins) + 1}"
@@ -258,7 +261,8 @@ class LLMProposer:
                 self.origins[label] = Origin(role, round_, self.calls, parent, port,
                                              port is not None and copied(port, self.task, prompt))
                 return Proposal(self.space.default(label), parent=parent, note=f"LLM {role}, round {round_}")
-            again = render("repair_unparsed.j2", feedback=problem, small=self.small, short=short)
+            again = render("repair_unparsed.j2", feedback=problem, small=self.small, short=short) if slots is None \
+                else render("port_unparsed.j2", feedback=problem, skeleton=slots)
             resent = problem.startswith("no new answer")
             if resent and not reask_repeats:
                 return None

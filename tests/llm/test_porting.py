@@ -263,6 +263,30 @@ def test_a_state_written_as_the_statements_that_set_its_members_is_read_as_their
         assert result.ok, result.log
 
 
+def test_a_value_returned_from_a_slot_that_returns_nothing_is_dropped():
+    """The local model ended matvec's void ADD with `return s.acc;` and an epilogue with `return y[...];`
+    ("return value type does not match the function type"): the value is evaluated and dropped; a slot
+    that returns a value keeps its return."""
+    from kernel_agent.llm.porting import fills_reader, without_returned_values
+    from kernel_agent.skeletons import library
+    from kernel_agent.task import load_task
+
+    rowwise = library()["rowwise"]
+    assert without_returned_values(rowwise, "MERGE", "s.acc += o.acc;\nreturn s.acc;") == \
+        "s.acc += o.acc;\n{ (void)(s.acc); return; }"
+    assert without_returned_values(rowwise, "FINISH", "if (row < 0) return;\ny[row] = s.acc;") == \
+        "if (row < 0) return;\ny[row] = s.acc;"
+    assert without_returned_values(rowwise, "MAP", "return v * s.sum;") == "return v * s.sum;"
+    matvec = load_task(ROOT / "tasks" / "naive" / "matvec.yaml")
+    text = ("```STATE\nfloat acc = 0.f;\n```\n```ADD\ns.acc += v * x[col];\nreturn s.acc;\n```\n"
+            "```MERGE\ns.acc += o.acc;\n```\n```FINISH\ny[row] = s.acc;\nreturn y[row];\n```\n")
+    parsed, port = fills_reader(rowwise, matvec, {}, "h")(text, True)
+    assert port is not None, parsed.feedback
+    if HAS_NVRTC:
+        (result,) = compile_many([{"source": port.instance.source, "entries": ["kagent_rowwise"], "arch": "sm_90"}])
+        assert result.ok, result.log
+
+
 def test_a_placeholder_block_is_no_fill():
     from kernel_agent.skeletons import library, normalize_fills
 
@@ -292,6 +316,21 @@ def test_a_small_models_failed_port_is_sampled_afresh_not_repaired(tmp_path, no_
     said = " ".join(result.output.split())
     assert "have not run (no GPU here)" in said and "kagent measure RUN" in said
     assert len(attempts) < 6  # budget left: the run stopped, it did not spend it
+
+
+def test_a_port_answer_sent_again_is_asked_again_for_other_fills_in_slot_blocks(tmp_path, no_gpu):  # noqa: F811
+    """The local model's fresh port sample was word for word its first answer, and the re-ask told it to
+    send "a whole kernel file" (thirteenth round): it is asked for other fills, in slot blocks."""
+    gelu = "```VALUE\nconst float v = x[i];\nreturn v / (1.f + expf(-2.f * v));\n```\n"
+    right = "```VALUE\nconst float v = x[i];\nreturn v > 20.f ? v : log1pf(expf(v));\n```\n"
+    _, _, calls, _ = run(tmp_path, [answer(gelu), answer(gelu), answer(right), answer(right)],
+                         "--batch", "1", "--emulate", "--llm-small")
+    assert [(c["role"], c["kernel"]) for c in calls][:3] == [
+        ("port:elementwise", "llm1"), ("port:elementwise", None), ("port:elementwise", "llm2")]
+    assert calls[1]["feedback"].startswith("no new answer: these fills are word for word")
+    asked = calls[2]["messages"][-1]["content"]
+    assert "Send different fills" in asked and "one fenced block per slot" in asked and "```VALUE" in asked
+    assert "kernel file" not in asked.split("Your answer could not be used")[-1]
 
 
 @pytest.mark.skipif(emulator_unavailable() is not None, reason=str(emulator_unavailable()))

@@ -93,6 +93,8 @@ def contexts(task, source, search) -> dict[str, dict]:
         "write_kernel": dict(task=task),
         "repair_unparsed": dict(feedback="SEARCH/REPLACE block 1: its SEARCH text does not appear in the "
                                 "parent kernel.", small=False, short=False),
+        "port_unparsed": dict(feedback="no new answer: these fills are word for word ones you sent before.",
+                              skeleton=SKELETON),
         "port": dict(task=task, naive=source, naive_renamed=False, skeleton=SKELETON,
                      earlier=["llm1 (port:elementwise): compile_error"],
                      example={"task": "gelu", "description": "GELU", "fills": "```N\nn\n```", "renamed": False}),
@@ -117,7 +119,7 @@ def test_the_port_prompts_show_contracts_and_the_fills_to_fix(contexts):
 
 
 def test_the_template_list_is_complete():
-    expected = {"system", "system_small", "system_port", "planner", "port", "repair_port", "repair_blind",
+    expected = {"system", "system_small", "system_port", "planner", "port", "port_unparsed", "repair_port", "repair_blind",
                 "write_kernel", *(f"specialist_{a}" for a in SPECIALISTS),
                 *(f"repair_{r}" for r in REPAIRS)}
     assert set(template_names()) == expected
@@ -330,6 +332,15 @@ def test_repair_unparsed_passes_the_feedback_on(contexts):
     assert "its SEARCH text does not appear in the parent kernel." in text
     assert "<<<<<<< SEARCH" in text and "```cuda" in text and "cut off" in text
     assert len(text) < 1500  # the parent is already in the conversation
+
+
+def test_a_port_answer_not_used_is_asked_again_for_slot_blocks_not_a_kernel(contexts):
+    """The local model's port re-asks ended "Send one whole kernel file in one ```cuda block" (the small
+    model's kernel re-ask) while its system prompt said never to write a kernel (thirteenth round)."""
+    text = render("port_unparsed", **contexts["port_unparsed"])
+    assert "word for word ones you sent before" in text
+    assert "```VALUE" in text and "one fenced block per slot" in text
+    assert "```cuda" not in text and "kernel file" not in text
 
 
 def test_rules_may_be_plain_strings(search):

@@ -1,5 +1,5 @@
-"""The naive kernel as a port prompt shows it: its indices named as the slots' arguments, its row pointers
-written out.
+"""The naive kernel as a port prompt shows it: its indices named as the slots' arguments, its pointers
+into buffers written out.
 
 A small model fills a slot by copying the naive kernel's lines, names and all: the local
 Qwen2.5-Coder-1.5B's epilogue for matmul_scale_residual was `y[(size_t)r * out_features + f] = acc;`
@@ -23,6 +23,7 @@ import re
 from collections.abc import Mapping
 
 from ..skeletons import Skeleton
+from ..skeletons.instance import closing
 from ..task import Task
 
 _CAST = re.compile(r"\(\s*(?:const\s+)?(?:unsigned\s+)?(?:long long|long|size_t|int|unsigned)\s*\)")
@@ -48,14 +49,15 @@ def in_slot_names(naive: str, skeleton: Skeleton, task: Task, given: Mapping[str
 def with_indices_renamed(naive: str, skeleton: Skeleton, task: Task, given: Mapping[str, str]) -> str:
     """`naive` with each local index named as the skeleton's argument of the same bound, where exactly one
     local has that bound and the argument's name is free."""
-    bounds = _local_bounds(naive, task)
     pieces = _pieces(naive)
     code = " ".join(pieces[::2])
+    bounds = _local_bounds(code, task)
     renames: dict[str, str] = {}
     for argument, dim in skeleton.indices:
         if not (fill := given.get(dim, "")).strip():
             continue
-        locals_ = {name for name, bound in bounds if bound == _normal(fill)}
+        bound = _normal(fill)
+        locals_ = {name for name, b in bounds if b == bound}
         if len(locals_) == 1 and (local := locals_.pop()) != argument and not _uses(code, argument) \
                 and local not in renames and argument not in renames.values():
             renames[local] = argument
@@ -93,7 +95,7 @@ def _indexed_through(code: str, name: str, base: str, offset: str) -> str:
     for m in re.finditer(rf"(?<![\w.>]){re.escape(name)}\s*\[", code):
         if m.start() < at:
             continue
-        close = _closing(code, m.end() - 1)
+        close = closing(code, m.end() - 1)
         if close is None:
             return code
         index = code[m.end():close].strip()
@@ -103,19 +105,10 @@ def _indexed_through(code: str, name: str, base: str, offset: str) -> str:
     return "".join(out) + code[at:]
 
 
-def _closing(code: str, opening: int) -> int | None:
-    depth = 0
-    for i in range(opening, len(code)):
-        depth += {"[": 1, "]": -1}.get(code[i], 0)
-        if depth == 0:
-            return i
-    return None
-
-
-def _local_bounds(naive: str, task: Task) -> list[tuple[str, str]]:
-    """(local, its bound, normalized) for each index the kernel guards (`if (i >= n) return;`,
-    `if (i < n) {`) or loops up to (`for (int k = 0; k < K; ...)`); the task's parameters are not locals."""
-    code = " ".join(_pieces(naive)[::2])
+def _local_bounds(code: str, task: Task) -> list[tuple[str, str]]:
+    """(local, its bound, normalized) for each index the kernel's code (its comments left out) guards
+    (`if (i >= n) return;`, `if (i < n) {`) or loops up to (`for (int k = 0; k < K; ...)`); the task's
+    parameters are not locals."""
     found = [(m.group("name"), m.group("bound")) for m in _LOOP.finditer(code)]
     for pattern, compare in ((_GUARD, _ABOVE), (_UNDER, _BELOW)):
         for m in pattern.finditer(code):

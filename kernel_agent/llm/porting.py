@@ -36,7 +36,7 @@ from ..skeletons import (
     suite_task,
 )
 from ..skeletons.derive import derive, plan
-from ..skeletons.instance import dedent
+from ..skeletons.instance import closing, dedent
 from ..skeletons.ranking import words_of
 from ..skeletons.winners import read_winner
 from ..task import Task
@@ -233,7 +233,7 @@ def _foreign(skeleton: Skeleton, task: Task, fills: Mapping[str, str]) -> bool:
     local model's thirteenth round, 3 of log_softmax's 5 compile errors were rmsnorm's and layernorm's `eps`."""
     for slot, fill in fills.items():
         if (scope := _scope(skeleton, task, slot)) is not None:
-            known = {*scope["params"], *scope["arguments"], *task.params, *(s.name for s in skeleton.slots)}
+            known = {*task.params, *scope["arguments"], *(s.name for s in skeleton.slots)}
             if names_used(fill) - known:
                 return True
     return False
@@ -338,12 +338,7 @@ def without_own_loops(fill: str, arguments: Sequence[str]) -> str:
     while (m := next((m for m in _OWN_LOOP.finditer(fill) if m.group("name") in own), None)) is not None:
         start, rest = m.start(), m.end()
         if fill.startswith("{", rest):
-            depth, end = 0, rest
-            for end in range(rest, len(fill)):
-                depth += {"{": 1, "}": -1}.get(fill[end], 0)
-                if depth == 0:
-                    break
-            if depth:
+            if (end := closing(fill, rest)) is None:
                 return fill  # unbalanced: left for the compiler to say
             inner = fill[rest + 1:end]
         else:
@@ -548,10 +543,11 @@ def port_prompt_context(task: Task, naive: str, skeleton: Skeleton, earlier: lis
     copy is then known wrong. With several slots, which is wrong is not known, and the example's other
     slots are often right: in the local model's tenth round, masked_cumsum lost the cumulative sum's example
     after a copy with a wrong LOAD and then wrote `1.f` and `a * b`)."""
-    if len(plan(skeleton, task).asked) != 1:
+    chosen = plan(skeleton, task)
+    if len(chosen.asked) != 1:
         failed = ()
     example = example_fill(skeleton, task, winners=winners, sample=sample, failed=failed)
     shown = frozenset(example["slots"]) if example else frozenset()
-    named = in_slot_names(naive, skeleton, task, derive(skeleton, task, {}).fills)
+    named = in_slot_names(naive, skeleton, task, chosen.given)
     return {"task": task_context(task), "naive": named, "naive_renamed": named != naive,
             "skeleton": skeleton_view(skeleton, task, shown, failed), "example": example, "earlier": earlier}

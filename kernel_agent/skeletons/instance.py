@@ -182,7 +182,7 @@ def _body(text: str) -> str:
     brace with them (the local model's `float accumulate(...) { return acc + w[c] * v; } return acc;`,
     eleventh round); a lone expression made a return statement."""
     stripped = text.strip()
-    if _FUNCTION.match(stripped) and (end := _closing_brace(stripped, stripped.index("{"))) is not None \
+    if _FUNCTION.match(stripped) and (end := closing(stripped, stripped.index("{"))) is not None \
             and "{" not in stripped[end:]:
         text = dedent(stripped[stripped.index("{") + 1: end].strip("\n"))
     if text.strip() and ";" not in text and "{" not in text and "return" not in text:
@@ -190,11 +190,15 @@ def _body(text: str) -> str:
     return dedent(text)
 
 
-def _closing_brace(text: str, opening: int) -> int | None:
-    """The index of the `}` that closes the `{` at `opening` (None when it is never closed)."""
+_PAIRS = {"{": "}", "[": "]", "(": ")"}
+
+
+def closing(text: str, opening: int) -> int | None:
+    """The index of the bracket that closes the `{`, `[` or `(` at `opening` (None when it is never closed)."""
+    pair = {text[opening]: 1, _PAIRS[text[opening]]: -1}
     depth = 0
     for i in range(opening, len(text)):
-        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        depth += pair.get(text[i], 0)
         if depth == 0:
             return i
     return None

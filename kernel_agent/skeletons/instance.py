@@ -19,6 +19,9 @@ _FORBIDDEN = re.compile(r"__global__|#\s*include|\basm\b|\{\{")
 _MEMBER_VIA_OBJECT = re.compile(r"(?P<type>\b(?:float|int|unsigned|long long|bool)\s+)"
                                 r"[A-Za-z_]\w*\.(?P<name>[A-Za-z_]\w*)")
 _STRUCT = re.compile(r"^\s*(?:typedef\s+)?struct\s*\w*\s*\{(?P<members>.*)\}\s*\w*\s*;?\s*$", re.DOTALL)
+# a fields line that declares an object of the struct itself (`State s;`): no member, the struct's own object
+_STRUCT_OBJECT = re.compile(r"^[ \t]*(?:struct\s+)?State\s+[A-Za-z_]\w*\s*(?:=[^;\n]*|\{[^;\n]*\})?;?[ \t]*(?://.*)?$\n?",
+                            re.MULTILINE)
 # a function definition's head: a return type (a small model leaves it out at times), then a name that is no
 # statement keyword (`if (v > m) {` is code, not a function), then its parameters and the opening brace
 _KEYWORD = r"(?!(?:if|else|for|while|switch|return|do)\b)"
@@ -58,7 +61,9 @@ def normalize_fills(skeleton: Skeleton, fills: Mapping[str, str]) -> dict[str, s
     made EXPR, and one given as an assignment (`K = 8`, `const int K = 8;`) its value; `std::max(` and
     the other std:: float math written as CUDA's (`fmaxf(`); a member
     declared through an object (`float s.sum = 0.f;`) declared by its own name, and members given as a
-    whole struct (`struct State { float m; float sum; };`) taken out of it, each declaration ending in `;`
+    whole struct (`struct State { float m; float sum; };`) taken out of it, a line declaring an object of
+    the struct (`State s;`: the local model's masked_cumsum, "identifier State is undefined") dropped,
+    each declaration ending in `;`
     (`float mean, float rstd` as `float mean; float rstd;`); an expression led by its type (`float: 1.f`)
     without it; `np.inf` written as
     `INFINITY`; a placeholder (`...`) read as no fill; optional slots not given left empty."""
@@ -77,7 +82,7 @@ def normalize_fills(skeleton: Skeleton, fills: Mapping[str, str]) -> dict[str, s
         elif slot.kind == "fields":
             if whole := _STRUCT.match(text):  # the skeleton declares the struct: its members are the fill
                 text = dedent(whole.group("members").strip("\n"))
-            text = _MEMBER_VIA_OBJECT.sub(r"\g<type>\g<name>", text)
+            text = _STRUCT_OBJECT.sub("", _MEMBER_VIA_OBJECT.sub(r"\g<type>\g<name>", text))
             text = "\n".join(_member_line(line) for line in text.split("\n"))
         out[slot.name] = text
     return out

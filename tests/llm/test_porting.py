@@ -241,6 +241,27 @@ def test_state_members_the_code_slots_use_but_state_does_not_declare_are_declare
         assert result.ok, result.log
 
 
+def test_a_state_that_declares_an_object_of_the_struct_is_read_without_it():
+    """The local model's masked_cumsum STATE was `State s;` (round 14, twice: "identifier State is
+    undefined"): an object of the struct, not a member. It is dropped, and the members the code slots
+    use are declared as for any STATE that lacks them; a member line beside it stays."""
+    from kernel_agent.llm.porting import fills_reader
+    from kernel_agent.skeletons import library
+    from kernel_agent.task import load_task
+
+    task = load_task(ROOT / "tasks" / "naive" / "masked_cumsum.yaml")
+    rest = ("```ADD\nif (col == 0) s.sum = v;\nelse s.sum += v;\n```\n```MERGE\ns.sum += o.sum;\n```\n"
+            "```MAP\nreturn v * s.sum;\n```\n")
+    for state, read in [("State s;", "float sum;"),
+                        ("struct State s = {};\nfloat n = 0.f;", "float n = 0.f;\nfloat sum;")]:
+        parsed, port = fills_reader(library()["rowwise"], task, {}, "h")(f"```STATE\n{state}\n```\n" + rest, True)
+        assert port is not None, parsed.feedback
+        assert port.fills["STATE"] == read
+        if HAS_NVRTC:
+            (result,) = compile_many([{"source": port.instance.source, "entries": ["kagent_rowwise"], "arch": "sm_90"}])
+            assert result.ok, result.log
+
+
 def test_a_state_written_as_the_statements_that_set_its_members_is_read_as_their_declarations():
     """The local model's log_softmax STATE was `s.sum = 0.f;` and its masked_cumsum STATE `float s.sum = 0.f;`
     (round 12: "this declaration has no storage class or type specifier"): the members they set, declared

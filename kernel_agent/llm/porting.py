@@ -279,8 +279,8 @@ def fills_reader(skeleton: Skeleton, task: Task, base: Mapping[str, str],
 
 def copied(port: Port, task: Task, prompt: str) -> bool:
     """Whether every fill the model was asked for is code its prompt showed (a contract's example, the
-    worked example), spacing aside."""
-    shown = re.sub(r"\s+", "", prompt)
+    worked example), spacing and index casts aside (`code_key`)."""
+    shown = code_key(prompt)
     fills = [port.fills.get(name, "") for name in plan(port.skeleton, task).asked]
     return any(f.strip() for f in fills) and all(code_key(f) in shown for f in fills if f.strip())
 

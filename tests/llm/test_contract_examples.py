@@ -224,6 +224,7 @@ def test_an_example_a_failed_port_copied_is_withdrawn():
     assert "(acc + bias[col]) * scale;` (bias, scale)" in before
     assert "(bias, scale)" not in after["contract"] and "(bias, relu)" in after["contract"]
     assert code_key("return a + b;") == code_key("a +\n  b") and code_key("a+b") != code_key("a-b")
+    assert code_key("y[(size_t)row * n + col] = acc;") == code_key("y[row * n + col] = acc") != code_key("y[row] = acc")
 
 
 def test_a_failed_copy_withdraws_examples_only_where_one_slot_is_asked():
@@ -262,3 +263,17 @@ def test_the_port_prompt_says_what_the_arguments_hold_in_the_tasks_names():
     epilogue = next(s for s in fused["slots"] if s["name"] == "EPILOGUE")["contract"]
     assert "the sum over kk < in_features of x[row * in_features + kk] * weight[col * in_features + kk]" in epilogue
     assert "row < batch, col < out_features" in epilogue
+
+
+def test_a_fill_that_is_a_shown_example_with_an_index_cast_is_a_copy():
+    """Round 14: the local model sent matmul_fp32's worked example `y[row * out_features + col] = acc;`
+    with the naive kernel's `(size_t)` six times; read as a copy, its failure withdraws the example."""
+    from kernel_agent.llm.porting import copied, fills_reader
+    from kernel_agent.skeletons import library
+
+    task = load_task(ROOT / "tasks" / "naive" / "matmul_scale_residual.yaml")
+    text = "```EPILOGUE\ny[(size_t)row * out_features + col] = acc;\n```\n"
+    parsed, port = fills_reader(library()["matmul"], task, {}, "h")(text, True)
+    assert port is not None, parsed.feedback
+    assert copied(port, task, "How fills look:\n```EPILOGUE\ny[row * out_features + col] = acc;\n```")
+    assert not copied(port, task, "How fills look:\n```EPILOGUE\ny[col * batch + row] = acc;\n```")

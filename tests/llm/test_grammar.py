@@ -50,6 +50,7 @@ def test_a_slot_that_must_be_filled_opens_with_code_not_a_blank_line_or_the_plac
         assert grammar.fullmatch(good.replace("  s.sum += v;", bad)) is None, bad
         assert grammar.fullmatch(good.replace("8", bad)) is None, bad
     assert grammar.fullmatch(good.replace("```K", "```k")) is None
+    assert grammar.fullmatch(good.replace("8\n", "8\n9\n")) is None  # a dim is one line
 
 
 def test_a_slot_grammar_is_the_asked_blocks_in_order_the_optional_ones_may_be_left_out():

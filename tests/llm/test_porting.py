@@ -241,47 +241,43 @@ def test_state_members_the_code_slots_use_but_state_does_not_declare_are_declare
         assert result.ok, result.log
 
 
-def test_a_state_that_declares_an_object_of_the_struct_is_read_without_it():
-    """The local model's masked_cumsum STATE was `State s;` (round 14, twice: "identifier State is
-    undefined"): an object of the struct, not a member. It is dropped, and the members the code slots
-    use are declared as for any STATE that lacks them; a member line beside it stays."""
+def _rowwise_state_read(task_name: str, state: str, rest: str) -> str:
+    """The STATE a rowwise port of `task_name` reads from an answer of `state` and the blocks `rest`; the
+    answer must assemble, and with NVRTC its instance must compile."""
     from kernel_agent.llm.porting import fills_reader
     from kernel_agent.skeletons import library
     from kernel_agent.task import load_task
 
-    task = load_task(ROOT / "tasks" / "naive" / "masked_cumsum.yaml")
+    task = load_task(ROOT / "tasks" / "naive" / f"{task_name}.yaml")
+    parsed, port = fills_reader(library()["rowwise"], task, {}, "h")(f"```STATE\n{state}\n```\n" + rest, True)
+    assert port is not None, parsed.feedback
+    if HAS_NVRTC:
+        (result,) = compile_many([{"source": port.instance.source, "entries": ["kagent_rowwise"], "arch": "sm_90"}])
+        assert result.ok, result.log
+    return port.fills["STATE"]
+
+
+def test_a_state_that_declares_an_object_of_the_struct_is_read_without_it():
+    """The local model's masked_cumsum STATE was `State s;` (round 14, twice: "identifier State is
+    undefined"): an object of the struct, not a member. It is dropped, and the members the code slots
+    use are declared as for any STATE that lacks them; a member line beside it stays."""
     rest = ("```ADD\nif (col == 0) s.sum = v;\nelse s.sum += v;\n```\n```MERGE\ns.sum += o.sum;\n```\n"
             "```MAP\nreturn v * s.sum;\n```\n")
     for state, read in [("State s;", "float sum;"),
                         ("struct State s = {};\nfloat n = 0.f;", "float n = 0.f;\nfloat sum;")]:
-        parsed, port = fills_reader(library()["rowwise"], task, {}, "h")(f"```STATE\n{state}\n```\n" + rest, True)
-        assert port is not None, parsed.feedback
-        assert port.fills["STATE"] == read
-        if HAS_NVRTC:
-            (result,) = compile_many([{"source": port.instance.source, "entries": ["kagent_rowwise"], "arch": "sm_90"}])
-            assert result.ok, result.log
+        assert _rowwise_state_read("masked_cumsum", state, rest) == read
 
 
 def test_a_state_written_as_the_statements_that_set_its_members_is_read_as_their_declarations():
     """The local model's log_softmax STATE was `s.sum = 0.f;` and its masked_cumsum STATE `float s.sum = 0.f;`
     (round 12: "this declaration has no storage class or type specifier"): the members they set, declared
     with those values; a declaration or a comparison stays as written."""
-    from kernel_agent.llm.porting import fills_reader
-    from kernel_agent.skeletons import library
-    from kernel_agent.task import load_task
-
-    task = load_task(ROOT / "tasks" / "naive" / "log_softmax.yaml")
     rest = ("```ADD\nv = expf(v - pre); s.sum += v;\n```\n```MERGE\ns.sum += o.sum;\n```\n"
             "```MAP\nreturn v / s.sum;\n```\n```PRE\nreturn fmaxf(u, v);\n```\n")
     for state, read in [("s.sum = 0.f;", "float sum = 0.f;"),
                         ("float s.sum = 0.f;\nint s.n = 0;", "float sum = 0.f;\nint n = 0;"),
                         ("float sum = 0.f;", "float sum = 0.f;")]:
-        parsed, port = fills_reader(library()["rowwise"], task, {}, "h")(f"```STATE\n{state}\n```\n" + rest, True)
-        assert port is not None, parsed.feedback
-        assert port.fills["STATE"] == read
-    if HAS_NVRTC:
-        (result,) = compile_many([{"source": port.instance.source, "entries": ["kagent_rowwise"], "arch": "sm_90"}])
-        assert result.ok, result.log
+        assert _rowwise_state_read("log_softmax", state, rest) == read
 
 
 def test_a_value_returned_from_a_slot_that_returns_nothing_is_dropped():

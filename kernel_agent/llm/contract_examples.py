@@ -56,15 +56,20 @@ def without_examples(contract: str) -> str:
     return _EXAMPLES_TAIL.sub("", contract).rstrip(" ,;:") or contract
 
 
-# an index cast (`(size_t)row`): a copy of an example keeps its math with or without one
-_INDEX_CAST = re.compile(r"\((?:size_t|long long|long|int|unsigned)\)")
+_INDEX_CAST = re.compile(r"\(\s*(?:const\s+)?(?:unsigned\s+)?(?:long long|long|size_t|int|unsigned)\s*\)")
+
+
+def without_casts(code: str) -> str:
+    """`code` without index casts (`(size_t)row`, `(long long)i`) and without spacing: the same math
+    whether or not a cast was written."""
+    return re.sub(r"\s+", "", _INDEX_CAST.sub("", code))
 
 
 def code_key(code: str) -> str:
-    """`code` as compared for a copy: without spacing, index casts (`(size_t)`), a leading `return` and
-    the closing `;` (the local model's matmul_scale_residual epilogue `y[(size_t)row * out_features + col]
-    = acc;`, matmul_fp32's example with the naive kernel's cast, sent 6 times in its fourteenth round)."""
-    return _INDEX_CAST.sub("", re.sub(r"\s+", "", code)).rstrip(";").removeprefix("return")
+    """`code` as compared for a copy: `without_casts`, and without a leading `return` and the closing `;`
+    (the local model's matmul_scale_residual epilogue `y[(size_t)row * out_features + col] = acc;`,
+    matmul_fp32's example with the naive kernel's cast, sent 6 times in its fourteenth round)."""
+    return without_casts(code).rstrip(";").removeprefix("return")
 
 
 def in_scope_examples(contract: str, names: Iterable[str], renames: Mapping[str, str] | None = None,

@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from ..skeletons import Skeleton
 from ..skeletons.instance import closing
 from ..task import Task
+from .contract_examples import without_casts
 
-_CAST = re.compile(r"\(\s*(?:const\s+)?(?:unsigned\s+)?(?:long long|long|size_t|int|unsigned)\s*\)")
 _GUARD = re.compile(r"\bif\s*\((?P<cond>[^{};]*?)\)\s*return\s*;")
 _UNDER = re.compile(r"\bif\s*\((?P<cond>[^{};]*?)\)\s*\{")
 _LOOP = re.compile(r"\bfor\s*\(\s*(?:const\s+)?(?:unsigned\s+)?(?:long long|long|size_t|int|unsigned)\s+"
@@ -119,7 +119,7 @@ def _local_bounds(code: str, task: Task) -> list[tuple[str, str]]:
 
 
 def _normal(expression: str) -> str:
-    text = re.sub(r"\s+", "", _CAST.sub("", expression))
+    text = without_casts(expression)
     while text.startswith("(") and text.endswith(")") and _balanced(text[1:-1]):
         text = text[1:-1]
     return text

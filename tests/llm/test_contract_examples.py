@@ -225,6 +225,8 @@ def test_an_example_a_failed_port_copied_is_withdrawn():
     assert "(bias, scale)" not in after["contract"] and "(bias, relu)" in after["contract"]
     assert code_key("return a + b;") == code_key("a +\n  b") and code_key("a+b") != code_key("a-b")
     assert code_key("y[(size_t)row * n + col] = acc;") == code_key("y[row * n + col] = acc") != code_key("y[row] = acc")
+    assert code_key("y[(long long)row * n + col] = acc;") == code_key("y[( const int )row * n + col] = acc;") == \
+        code_key("y[row * n + col] = acc")
 
 
 def test_a_failed_copy_withdraws_examples_only_where_one_slot_is_asked():

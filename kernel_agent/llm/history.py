@@ -17,9 +17,11 @@ EARLIER_SHOWN = 6  # the model's kernels listed in a prompt (and half as many re
 # a prompt sent again, or a re-ask after no new answer: sample wider (the local Qwen2.5-Coder-1.5B's re-asks
 # in the emulated runs of tests/data/llm/emulated_loop: at 0.7, 13 of 26 gave a new answer; at 1.0, 12 of 17)
 REPEAT_TEMPERATURES = (1.0, 1.3)
-WORD_FOR_WORD = "no new answer: this answer is word for word one you sent before in this run. Send a different kernel."
+NO_NEW_ANSWER = "no new answer"  # how the feedback on an answer the run already has begins
+WORD_FOR_WORD = (f"{NO_NEW_ANSWER}: this answer is word for word one you sent before in this run. "
+                 "Send a different kernel.")
 # a port's: the skeleton splits the work, so only its fills can differ
-WORD_FOR_WORD_FILLS = ("no new answer: these fills are word for word ones you sent before in this run. "
+WORD_FOR_WORD_FILLS = (f"{NO_NEW_ANSWER}: these fills are word for word ones you sent before in this run. "
                        "Send different fills: the task's own math, as its naive kernel computes it.")
 
 
@@ -57,6 +59,10 @@ class History:
         self.texts.add(text.strip())
         return seen
 
+    def resent(self, role: str) -> int:
+        """How many first answers for `role` (not repairs) were no new answer."""
+        return sum(a.role == role and a.round == 0 and a.problem.startswith(NO_NEW_ANSWER) for a in self.answered)
+
     def earlier(self, state: SearchState) -> list[str]:
         """The model's kernels in this run and what became of each (the last EARLIER_SHOWN), then the
         reasons its other answers were not used (each reason once, with how often)."""
@@ -86,7 +92,7 @@ def same_as(space: Space, source: str, repair: bool, port: bool = False) -> str 
         if ks.kernel is not None and form(ks.kernel.source) == mine:
             what = ("the same text, comments and spacing aside" if repair else
                     "the same code, names, comments, spacing and launch numbers aside")
-            again = f"no new answer: this kernel is {label} again ({what}). "
+            again = f"{NO_NEW_ANSWER}: this kernel is {label} again ({what}). "
             if port:
                 return again + "Send fills with other math: the task's own, as its naive kernel computes it."
             return again + "Send a kernel that works differently: " + (

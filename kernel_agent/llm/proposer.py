@@ -35,7 +35,16 @@ from .context import Extras, parent_view, prompt_context, repair_context
 from .examples import Example, family_example, teaching_example
 from .failures import LLMError
 from .grammar import KERNEL_GRAMMAR
-from .history import WORD_FOR_WORD, WORD_FOR_WORD_FILLS, Answered, History, reask, same_as
+from .history import (
+    NO_NEW_ANSWER,
+    REPEAT_TEMPERATURES,
+    WORD_FOR_WORD,
+    WORD_FOR_WORD_FILLS,
+    Answered,
+    History,
+    reask,
+    same_as,
+)
 from .history import temperature as history_temperature
 from .porting import Port, answer_grammar, copied, fills_reader, port_prompt_context, repair_view, skeleton_view
 from .prompts import render, task_context
@@ -48,6 +57,11 @@ MAX_PORT_REPAIRS = 3  # repair rounds per ported kernel (one slot at a time: che
 # 142 first answers and fresh samples gave 15 correct and 56 that compiled.
 SMALL_PORT_REPAIRS = 0
 PARSE_RETRIES = 1  # re-asks when an answer cannot be parsed or applied, or is no new answer
+# A small model's port answer that is not used is not asked again: the next port prompt lists why. In the
+# local Qwen2.5-Coder-1.5B's rounds 12 to 16 (tests/data/llm/emulated_loop/), 1 of its 26 re-asks after a
+# refused fill compiled (16 resent the refused fills) and 12 of 40 re-asks after no new answer, while 108 of
+# its 216 fresh samples did.
+SMALL_PORT_RETRIES = 0
 EXAMPLE_LINES = 180  # the longest expert kernel shown as the family's example (a small model gets a teaching one)
 SMALL_MAX_TOKENS = 2048  # a small model's answer: a whole short kernel fits; a runaway answer stops sooner
 PORT_MAX_TOKENS = 1024  # slot fills are a few lines each: a longer answer is a model repeating itself
@@ -55,6 +69,7 @@ PORT_MAX_TOKENS = 1024  # slot fills are a few lines each: a longer answer is a 
 # differs, but not as wide as a re-ask's 1.0. The local Qwen2.5-Coder-1.5B's first port answers compiled 17
 # times in 30 at 0.2 and its fresh samples 6 in 30 at 1.0 (tests/data/llm/emulated_loop/, fourth round).
 SAMPLE_TEMPERATURE = 0.6
+SAMPLE_TEMPERATURE_STEP = 0.2  # this much wider for each earlier answer of the skeleton that was no new answer
 
 
 @dataclass
@@ -130,10 +145,10 @@ class LLMProposer:
         view = context["skeleton"]
         grammar = answer_grammar(skeleton, [s["name"] for s in view["slots"]],
                                  {s["name"] for s in view["slots"] if s["optional"]})
-        again = samples > 0
         return self._ask(render(plan.prompt, **context), role, 0, plan.parent,
                          lambda text, finished, _earlier: read(text, finished), short=True, grammar=grammar,
-                         first_temperature=SAMPLE_TEMPERATURE if again else None, slots=view)
+                         first_temperature=sample_temperature(self.history.resent(role)) if samples else None,
+                         slots=view, retries=SMALL_PORT_RETRIES if self.small else PARSE_RETRIES)
 
     def _failed_ports(self, state: SearchState, skeleton: str) -> list[dict[str, str]]:
         """The fills of this run's ports of `skeleton` copied from their prompt whose kernel failed its check."""
@@ -209,10 +224,10 @@ class LLMProposer:
     def _ask(self, prompt: str, role: str, round_: int, parent: Candidate, read: Reader,
              short: bool, grammar: str | None = None, parent_source: str | None = None,
              base_fills: dict[str, str] | None = None, first_temperature: float | None = None,
-             reask_repeats: bool = True, slots: dict | None = None) -> Proposal | None:
+             reask_repeats: bool = True, slots: dict | None = None, retries: int = PARSE_RETRIES) -> Proposal | None:
         """Ask; `read` makes the answer a kernel file (a whole file or edits against the text the prompt
-        showed, or slot fills); re-ask once when the answer is unusable or no new answer, at a higher
-        temperature for the latter (`first_temperature`: the first ask's, where not the configured one).
+        showed, or slot fills); re-ask (`retries` times) when the answer is unusable or no new answer, at
+        a higher temperature for the latter (`first_temperature`: the first ask's, where not the configured one).
         `reask_repeats=False`: no new answer ends the ask (a port repair: the model resends the fills it
         was shown, and a fresh port sample does better than a re-ask, `Planner.port_plan`). `grammar`:
         the answer's form, where the server enforces one. `parent_source` (the text `read` applies a
@@ -226,7 +241,7 @@ class LLMProposer:
         system = render(template, arch=self.arch)
         messages = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
         hotter = 0
-        for ask in range(1, 2 + PARSE_RETRIES):
+        for ask in range(1, 2 + retries):
             messages, repeats = self.history.unsent(messages)
             temperature = history_temperature(max(repeats, hotter), first_temperature)
             completion = self._complete(messages, role if round_ == 0 else f"{role} repair {round_}", ask,
@@ -263,7 +278,7 @@ class LLMProposer:
                 return Proposal(self.space.default(label), parent=parent, note=f"LLM {role}, round {round_}")
             again = render("repair_unparsed.j2", feedback=problem, small=self.small, short=short) if slots is None \
                 else render("port_unparsed.j2", feedback=problem, skeleton=slots)
-            resent = problem.startswith("no new answer")
+            resent = problem.startswith(NO_NEW_ANSWER)
             if resent and not reask_repeats:
                 return None
             if resent:
@@ -329,6 +344,12 @@ class LLMProposer:
 
 
 ORDINALS = {1: "1st", 2: "2nd", 3: "3rd"}
+
+
+def sample_temperature(resent: int) -> float:
+    """A fresh port sample's temperature, wider for each earlier answer of its skeleton that was no new
+    answer (the model's likeliest fills are the ones it sent), up to the first re-ask's."""
+    return min(SAMPLE_TEMPERATURE + SAMPLE_TEMPERATURE_STEP * resent, REPEAT_TEMPERATURES[0])
 
 
 def _file_reader(source: str) -> Reader:

@@ -335,18 +335,40 @@ def test_a_small_models_failed_port_is_sampled_afresh_not_repaired(tmp_path, no_
     assert len(attempts) < 6  # budget left: the run stopped, it did not spend it
 
 
-def test_a_port_answer_sent_again_is_asked_again_for_other_fills_in_slot_blocks(tmp_path, no_gpu):  # noqa: F811
-    """The local model's fresh port sample was word for word its first answer, and the re-ask told it to
-    send "a whole kernel file" (thirteenth round): it is asked for other fills, in slot blocks."""
+@pytest.mark.skipif(emulator_unavailable() is not None, reason=str(emulator_unavailable()))
+def test_a_small_models_port_answer_not_used_is_not_asked_again_the_next_sample_goes_wider(tmp_path, no_gpu):  # noqa: F811
+    """The local model's re-asks after a refused fill resent it (1 of 26 compiled in rounds 12 to 16 of
+    tests/data/llm/emulated_loop/): a small model's port answer that is not used ends its ask. The next
+    fresh sample of the skeleton lists why, and is drawn wider for each answer that was no new answer."""
+    from kernel_agent.llm.proposer import sample_temperature
+
     gelu = "```VALUE\nconst float v = x[i];\nreturn v / (1.f + expf(-2.f * v));\n```\n"
+    calls_itself = "```VALUE\nreturn value(x, y, n, i);\n```\n"
     right = "```VALUE\nconst float v = x[i];\nreturn v > 20.f ? v : log1pf(expf(v));\n```\n"
-    _, _, calls, _ = run(tmp_path, [answer(gelu), answer(gelu), answer(right), answer(right)],
-                         "--batch", "1", "--emulate", "--llm-small")
-    assert [(c["role"], c["kernel"]) for c in calls][:3] == [
-        ("port:elementwise", "llm1"), ("port:elementwise", None), ("port:elementwise", "llm2")]
+    _, _, calls, attempts = run(tmp_path, [answer(gelu), answer(gelu), answer(calls_itself), answer(right)],
+                                "--batch", "1", "--emulate", "--llm-small")
+    assert [(c["role"], c["kernel"]) for c in calls] == [("port:elementwise", "llm1"), ("port:elementwise", None),
+                                                         ("port:elementwise", None), ("port:elementwise", "llm2")]
     assert calls[1]["feedback"].startswith("no new answer: these fills are word for word")
-    asked = calls[2]["messages"][-1]["content"]
-    assert "Send different fills" in asked and "one fenced block per slot" in asked and "```VALUE" in asked
+    assert calls[2]["feedback"].startswith("slot VALUE calls value()")
+    assert all([m["role"] for m in c["messages"]] == ["system", "user"] for c in calls)  # no re-ask
+    assert [c["temperature"] for c in calls] == [None, SAMPLE_TEMPERATURE, sample_temperature(1),
+                                                 sample_temperature(1)]
+    assert SAMPLE_TEMPERATURE < sample_temperature(1) < sample_temperature(2) == sample_temperature(5) == 1.0
+    last = " ".join(calls[3]["messages"][-1]["content"].split())
+    assert "an answer not used: no new answer" in last and "an answer not used: slot VALUE calls value()" in last
+    assert {a["kernel"]: a["status"] for a in attempts}["llm2"] == "not_run"  # correct on the CPU emulator
+
+
+def test_a_port_answer_not_used_is_asked_again_for_slot_blocks(tmp_path, no_gpu):  # noqa: F811
+    """A model that is not small is asked again, for slot blocks (the thirteenth round's re-ask asked the
+    local model for "a whole kernel file")."""
+    right = "```VALUE\nconst float v = x[i];\nreturn v > 20.f ? v : log1pf(expf(v));\n```\n"
+    _, _, calls, _ = run(tmp_path, [answer("```VALUE\nreturn value(x, y, n, i);\n```\n"), answer(right)],
+                         "--batch", "1")
+    assert [(c["role"], c["kernel"]) for c in calls][:2] == [("port:elementwise", None), ("port:elementwise", "llm1")]
+    asked = calls[1]["messages"][-1]["content"]
+    assert "one fenced block per slot" in asked and "```VALUE" in asked and "value()" in asked
     assert "kernel file" not in asked.split("Your answer could not be used")[-1]
 
 

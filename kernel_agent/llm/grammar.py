@@ -16,8 +16,8 @@ at its closing fence. A slot that must be filled opens with a code line: one who
 (after spacing) is no `.` or `…`: neither a blank line nor the format's placeholder `...` (10 of the
 local model's 82 port answers in the fourteenth round of tests/data/llm/emulated_loop/ held a `...`
 block, some for every slot of a skeleton it could not fill). No block holds an empty body, `) {}` with
-only spacing between the braces (its 19 such answers in the recorded rounds, 15 of them kl_div_loss's
-`void result(float total) {}`, all failed).
+only spacing between the braces (the 19 recorded answers with one, 14 of them kl_div_loss's
+`void result(float total) {}` or the like, all failed).
 """
 
 from __future__ import annotations

@@ -94,9 +94,9 @@ def test_a_port_answers_grammar_holds_the_skeletons_dims_and_expressions_to_one_
 
 
 def test_no_fill_holds_an_empty_body():
-    """The local model filled kl_div_loss's RESULT with `void result(float total) {}` in 15 answers of
-    rounds 8 to 16 (tests/data/llm/emulated_loop/), and other slots' functions likewise: no answer it
-    sent with an empty body worked. The grammar leaves it no empty body; `= {}` and code in braces stay."""
+    """The local model filled kl_div_loss's RESULT with `void result(float total) {}` or the like in 14
+    recorded answers (tests/data/llm/emulated_loop/answers-*.jsonl), and 5 other slots' functions likewise:
+    none of these 19 answers worked. The grammar leaves it no empty body; `= {}` and code in braces stay."""
     grammar = _as_regex(slots_grammar(["K", "RESULT", "FINAL"], optional={"FINAL"}, one_line={"K"}))
 
     def text(result: str, k: str = "8", final: str = "") -> str:

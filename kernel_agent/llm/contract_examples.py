@@ -56,7 +56,8 @@ def without_examples(contract: str) -> str:
     return _EXAMPLES_TAIL.sub("", contract).rstrip(" ,;:") or contract
 
 
-_INDEX_CAST = re.compile(r"\(\s*(?:const\s+)?(?:unsigned\s+)?(?:long long|long|size_t|int|unsigned)\s*\)")
+INDEX_TYPE = r"(?:const\s+)?(?:unsigned\s+)?(?:long long|long|size_t|int|unsigned)"  # an index's C type, as a pattern
+_INDEX_CAST = re.compile(rf"\(\s*{INDEX_TYPE}\s*\)")
 
 
 def without_casts(code: str) -> str:

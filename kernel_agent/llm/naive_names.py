@@ -25,11 +25,11 @@ from collections.abc import Mapping
 from ..skeletons import Skeleton
 from ..skeletons.instance import closing
 from ..task import Task
-from .contract_examples import without_casts
+from .contract_examples import INDEX_TYPE, without_casts
 
 _GUARD = re.compile(r"\bif\s*\((?P<cond>[^{};]*?)\)\s*return\s*;")
 _UNDER = re.compile(r"\bif\s*\((?P<cond>[^{};]*?)\)\s*\{")
-_LOOP = re.compile(r"\bfor\s*\(\s*(?:const\s+)?(?:unsigned\s+)?(?:long long|long|size_t|int|unsigned)\s+"
+_LOOP = re.compile(rf"\bfor\s*\(\s*{INDEX_TYPE}\s+"
                    r"(?P<name>[A-Za-z_]\w*)\s*=[^;]*;\s*(?P=name)\s*<\s*(?P<bound>[^;]+);")
 _ABOVE = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*)\s*>=\s*(?P<bound>.+?)\s*$")
 _BELOW = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*)\s*<\s*(?P<bound>.+?)\s*$")

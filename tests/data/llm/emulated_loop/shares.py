@@ -10,11 +10,11 @@ there this reading would take a fresh sample after a refused one for a re-ask.
     python3 tests/data/llm/emulated_loop/shares.py [--asks] ANSWERS.jsonl...
 """
 import json
-import re
 import sys
 from collections import Counter
+from pathlib import Path
 
-_AGAIN = re.compile(r"no new answer: this kernel is (llm\d+) again")
+from tally import AGAIN
 
 
 def compiled(row: dict) -> bool:
@@ -33,7 +33,7 @@ def main(paths: list[str], asks: bool) -> None:
     kinds, kinds_compiled = Counter(), Counter()
     strict = counting = repeats = total = 0
     for path in paths:
-        rows = [json.loads(line) for line in open(path)]
+        rows = [json.loads(line) for line in Path(path).read_text().splitlines()]
         ports = [r for r in rows if r["role"].startswith("port:") and r["round"] == 0]
         before: dict[str, tuple[str, str, bool]] = {}
         for i, row in enumerate(ports):
@@ -42,7 +42,7 @@ def main(paths: list[str], asks: bool) -> None:
             strict += compiled(row)
             if feedback.startswith("no new answer"):
                 repeats += 1
-                again = _AGAIN.search(feedback)
+                again = AGAIN.search(feedback)
                 earlier = [e for e in ports[:i] if e["task"] == row["task"]]
                 source = next((e for e in earlier if (e["kernel"] == again.group(1) if again
                                                       else e["text"].strip() == row["text"].strip())), None)

@@ -17,7 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 
 COLUMNS = ("answers", "kernels", "compiled", "text_compiles", "cpu_correct", "gpu_correct", "faster_naive")
-_AGAIN = re.compile(r"no new answer: this kernel is (llm\d+) again")
+AGAIN = re.compile(r"no new answer: this kernel is (llm\d+) again")  # the kernel a repeat repeats
 
 
 def first_verdicts(run: Path) -> tuple[dict, dict]:
@@ -73,7 +73,7 @@ def tally(results: Path) -> None:
                 kernel_of_text.setdefault(call["text"], kernel)
             # an answer sent again (word for word, or the same kernel up to names) made no kernel, but its
             # text compiles as the answer it repeats did
-            again = _AGAIN.match(call.get("feedback") or "")
+            again = AGAIN.match(call.get("feedback") or "")
             same = kernel or (again.group(1) if again else kernel_of_text.get(call["text"]))
             row["text_compiles"] += same is not None and same in cpu and cpu[same]["status"] != "compile_error"
             if kernel is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from pathlib import Path
 
 from kernel_agent.llm.porting import fills_reader
 from kernel_agent.skeletons import library
@@ -18,7 +19,7 @@ from sandbox import compile_many
 
 
 def main(answers: str) -> None:
-    rows = [json.loads(line) for line in open(answers)]
+    rows = [json.loads(line) for line in Path(answers).read_text().splitlines()]
     port = [r for r in rows if r["role"].startswith("port:")]
     compiled = sum(r["kernel"] is not None and (r.get("emulator") or {}).get("status") != "compile_error" for r in port)
     jobs = []

@@ -3,8 +3,9 @@
 emulator, correct on the GPU, faster than the naive kernel; and repairs that fixed the failure class
 they were sent for. `compiled` counts kernels made and compiled; `text_compiles` counts besides every
 answer that repeats one that compiled (word for word, or the same kernel up to names: "no new answer",
-no kernel made, but its text compiles as the one it repeats did). Faster than torch is not counted here: `kagent measure` times no library function
-(its `library_speedup` is empty); `time_winners.sh` times each correct kernel beside torch.
+no kernel made, but its text compiles as the one it repeats did). Faster than torch is not counted here:
+`kagent measure` times no library function (its `library_speedup` is empty);
+`time_winners.sh` times each correct kernel beside torch.
 
     python3 tests/data/llm/emulated_loop/tally.py RESULTS_DIR [ANSWERS.jsonl]   (RESULTS_DIR/TASK/RUN/...)
 

@@ -156,7 +156,8 @@ def _build(kernel: Kernel) -> tuple[Path | None, str]:
         return None, headers.message
     text = _translation_unit(kernel)
     local = sorted(headers.local.items())
-    key = hashlib.sha256(repr((text, local, RUNTIME, _compiler(), CXX_FLAGS)).encode()).hexdigest()[:24]
+    knobs = sorted(kernel.knobs.items())   # built in as -D definitions: one binary per combination
+    key = hashlib.sha256(repr((text, local, knobs, RUNTIME, _compiler(), CXX_FLAGS)).encode()).hexdigest()[:24]
     folder = cache_dir() / "emulator"
     binary = folder / f"{key}.bin"
     if binary.exists():
@@ -175,7 +176,7 @@ def _build(kernel: Kernel) -> tuple[Path | None, str]:
             target.write_text(content)
         (work / "kernel.cpp").write_text(text)
         command = [str(_compiler()), *CXX_FLAGS, f"-I{work / 'shim'}", f"-I{work}", "-include", "kagent_emu.h",
-                   *(f"-D{k}={v}" for k, v in sorted(kernel.knobs.items())), "kernel.cpp", "-o", "kernel.bin"]
+                   *(f"-D{k}={v}" for k, v in knobs), "kernel.cpp", "-o", "kernel.bin"]
         try:
             done = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S,
                                   env=_clean_env())

@@ -181,6 +181,35 @@ def test_a_kernel_built_once_is_not_built_again(tmp_path, monkeypatch):
     assert builds == 1 and sum(1 for c in calls if not c.endswith(".bin")) == 1
 
 
+SCALED_ADD = """// @kagent entry: add
+// @kagent grid: ceil_div(n, 256)
+// @kagent block: 256
+// @kagent smem: 0
+// @kagent knob SCALE [compute]: 1 2
+
+extern "C" __global__ void add(const float* a, const float* b, float* out, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = (a[i] + b[i]) * SCALE;
+}
+"""
+
+
+def test_each_knob_combination_runs_its_own_binary(tmp_path, monkeypatch):
+    """Knob values reach the build as -D definitions, so they are part of the cache key: a file checked at
+    a correct combination and then at a wrong one is judged wrong the second time (and again right after)."""
+    monkeypatch.setenv("KAGENT_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "scaled_add.cu"
+    path.write_text(SCALED_ADD)
+    kernel = load_kernel(path)
+    task = load_task(ROOT / "tasks" / "level1" / "add.yaml")
+    evaluator = Evaluator(task.problem(), None, "sm_90", emulate=True)
+    verdicts = [evaluator.evaluate([kernel.with_knobs({"SCALE": scale})])[0] for scale in ("1", "2", "1")]
+    assert [o.message.startswith("correct at") for o in verdicts] == [True, False, True], \
+        [o.message for o in verdicts]
+    assert verdicts[1].status is Status.wrong_result
+    assert len(list((emulate_module.cache_dir() / "emulator").glob("*.bin"))) == 2
+
+
 def test_check_emulate_on_the_command_line():
     """`kagent check --emulate`: exit 0 with the sizes it was correct at, exit 1 with the evidence."""
     from typer.testing import CliRunner

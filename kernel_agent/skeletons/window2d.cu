@@ -23,18 +23,18 @@
 // @skeleton slot ACCUMULATE [body]: `float accumulate(PARAMS, float acc, float v, int c, int ky, int kx)`: every parameter of the task is in scope; return acc with tap (ky, kx) of value v folded in (c is the channel), e.g. `return fmaxf(acc, v);` (max), `return acc + v;` (sum, average), `return acc + w[c * 9 + ky * 3 + kx] * v;` (convolution, 3x3)
 // @skeleton slot FINALIZE [body]: `float finalize(PARAMS, float acc, int count, int c)`: return the output from its window's accumulator; count is the number of taps inside the input (padding left out), c the channel; e.g. `return acc;` (max, convolution), `return acc / count;` (average, avgpool)
 // @kagent entry: kagent_window2d
-// @kagent grid: ceil_div({{BATCH}} * {{CHANNELS}} * ceil_div({{HO}}, OUT_H) * ceil_div({{WO}}, OUT_W), BLOCK) if STAGE == 0 else {{BATCH}} * {{CHANNELS}} * ceil_div({{HO}}, (BLOCK // 32) * OUT_H) * ceil_div({{WO}}, 32 * OUT_W)
+// @kagent grid: ceil_div({{BATCH}} * {{CHANNELS}} * ceil_div({{HO}}, OUT_H) * ceil_div({{WO}}, OUT_W), BLOCK) if STAGE == 0 else {{BATCH}} * {{CHANNELS}} * ceil_div({{HO}}, (BLOCK // 32) * OUT_H) * ceil_div({{WO}}, 32 * OUT_W) if STAGE == 1 else ceil_div({{BATCH}} * {{CHANNELS}} * ceil_div({{HO}}, OUT_H) * ceil_div({{WO}}, 32 * OUT_W), BLOCK // 32)
 // @kagent block: BLOCK
 // @kagent smem: 0
 // @kagent knob BLOCK [launch]: 256 128 512
 // @kagent knob OUT_W [compute]: 4 2 1
 // @kagent knob OUT_H [compute]: 1 2
 // @kagent knob VEC [memory]: 4 1
-// @kagent knob STAGE [memory]: 0 1
+// @kagent knob STAGE [memory]: 0 1 2
 //
-// Skeleton `window2d` (kernel_agent/skeletons/window2d.cu). Two ways to feed the windows:
+// Skeleton `window2d` (kernel_agent/skeletons/window2d.cu). Three ways to feed the windows:
 //
-// STAGE=0 (the default; also STAGE=1 when a staged tile row would exceed 48 KiB): registers and
+// STAGE=0 (the default; also STAGE=1 or 2 when its staged rows would exceed 48 KiB): registers and
 // the cache, the structure of the hand-written tasks/level1/maxpool2d/tiled.cu. Thread t of the
 // grid owns a patch of OUT_H x OUT_W adjacent outputs, patches numbered with the column fastest
 // (then the row, then the plane n * C + c), so a warp covers 32 neighbouring patches of a row.
@@ -65,7 +65,18 @@
 // (large strides or windows) is staged in chunks of rows of about 24 KiB, the accumulators
 // carried in registers from chunk to chunk. Staging pays for small overlapping windows read
 // many times; for large or non-overlapping windows (every input read once) it only adds a
-// shared-memory round trip and barriers, and STAGE=0 is the better choice.
+// shared-memory round trip and barriers, and STAGE=0 or STAGE=2 is the better choice.
+//
+// STAGE=2: a warp owns OUT_H output rows by 32 * OUT_W output columns of one plane (warps ordered
+// with the column segment fastest, then the rows, then the plane); lane tx computes outputs
+// (i, tx + 32 * j). The warp reads each input row its outputs need once, as a whole contiguous
+// segment: neighbouring lanes load neighbouring float4s (VEC=4: from a0, the first column rounded
+// down to a multiple of 4; VEC=1 or an unaligned input: neighbouring floats), every sector used by
+// the instruction that loads it, into the warp's own shared row, then each lane folds its windows
+// from it (stride SW words). Only __syncwarp orders the row's writes and reads, no block barrier.
+// This suits large windows that do not overlap (every input read once, a thread-per-patch read
+// would leave most of each sector to the cache): a coalesced stream with the fold order of the
+// other paths (row by row, tap by tap).
 
 #ifndef BLOCK
 #define BLOCK 256
@@ -86,7 +97,7 @@
 static_assert(BLOCK % 32 == 0 && BLOCK >= 32 && BLOCK <= 1024, "BLOCK must be a multiple of 32, at most 1024");
 static_assert(OUT_W >= 1 && OUT_H >= 1, "OUT_W and OUT_H must be at least 1");
 static_assert(VEC == 1 || VEC == 4, "VEC must be 1 or 4");
-static_assert(STAGE == 0 || STAGE == 1, "STAGE must be 0 or 1");
+static_assert(STAGE == 0 || STAGE == 1 || STAGE == 2, "STAGE must be 0, 1 or 2");
 
 constexpr int kg_kh = {{KH}}, kg_kw = {{KW}}, kg_sh = {{SH}}, kg_sw = {{SW}};
 constexpr int kg_ph = {{PH}}, kg_pw = {{PW}}, kg_dh = {{DH}}, kg_dw = {{DW}};
@@ -100,6 +111,7 @@ constexpr int kg_in_cols = (kg_tile_ow - 1) * kg_sw + (kg_kw - 1) * kg_dw + 1;  
 constexpr int kg_pitch = (kg_in_cols + 3 + 3) / 4 * 4;  // a shared row: 3 columns of alignment slack, whole float4s
 constexpr int kg_vecs = kg_pitch / 4;
 constexpr bool kg_staged = STAGE == 1 && kg_pitch <= 12288;  // else (STAGE=0, or a row over 48 KiB) registers
+constexpr bool kg_rowwise = STAGE == 2 && (BLOCK / 32) * kg_pitch <= 12288;  // a shared row a warp: its columns are a tile's
 constexpr int kg_chunk = !kg_staged ? 1                                                   // no staging
                          : kg_in_rows * kg_pitch <= 12288 ? kg_in_rows                    // the tile fits in 48 KiB
                          : (6144 / kg_pitch >= 1 ? 6144 / kg_pitch : 1);                  // else ~24 KiB of rows
@@ -124,10 +136,110 @@ __device__ __forceinline__ float kagent_finalize({{params}}, float acc, int coun
     {{FINALIZE}}
 }
 
+// The shared-memory paths' stores: output (oy + i, ox + 32 * j) from acc[i][j], where it exists; a warp
+// stores rows of 32 neighbouring outputs.
+__device__ __forceinline__ void kagent_store_lanes({{params}}, const float (&kg_acc)[OUT_H][OUT_W], long long kg_plane,
+                                                   int kg_c, int kg_oy_first, int kg_ox_lane) {
+    const int kg_h = {{H}}, kg_w = {{W}}, kg_ho = {{HO}}, kg_wo = {{WO}};
+#pragma unroll
+    for (int kg_i = 0; kg_i < OUT_H; ++kg_i) {
+        const int kg_oy = kg_oy_first + kg_i;
+        if (kg_oy >= kg_ho) break;
+        int kg_ny = 0;   // window rows inside the input
+#pragma unroll
+        for (int kg_ky = 0; kg_ky < kg_kh; ++kg_ky) {
+            const int kg_iy = kg_oy * kg_sh - kg_ph + kg_ky * kg_dh;
+            kg_ny += kg_iy >= 0 && kg_iy < kg_h;
+        }
+        float* kg_out = {{OUT}} + (kg_plane * kg_ho + kg_oy) * kg_wo;
+#pragma unroll
+        for (int kg_j = 0; kg_j < OUT_W; ++kg_j) {
+            const int kg_ox = kg_ox_lane + 32 * kg_j;
+            if (kg_ox < kg_wo) {
+                int kg_nx = 0;   // window columns inside the input
+#pragma unroll
+                for (int kg_kx = 0; kg_kx < kg_kw; ++kg_kx) {
+                    const int kg_ix = kg_ox * kg_sw - kg_pw + kg_kx * kg_dw;
+                    kg_nx += kg_ix >= 0 && kg_ix < kg_w;
+                }
+                __stcs(kg_out + kg_ox, kagent_finalize({{args}}, kg_acc[kg_i][kg_j], kg_ny * kg_nx, kg_c));
+            }
+        }
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(BLOCK, kg_min_blocks) kagent_window2d({{params}}) {
     const int kg_h = {{H}}, kg_w = {{W}}, kg_ho = {{HO}}, kg_wo = {{WO}};
 
-    if constexpr (!kg_staged) {
+    if constexpr (kg_rowwise) {
+        // A shared row a warp (STAGE=2): warp w owns the outputs (oy0 + i, ox0 + tx + 32 * j).
+        __shared__ __align__(16) float kg_rows[kg_rowwise ? (BLOCK / 32) * kg_pitch : 4];
+        const int kg_segs = (kg_wo + kg_tile_ow - 1) / kg_tile_ow, kg_gh = (kg_ho + OUT_H - 1) / OUT_H;
+        const long long kg_warp = ((long long)blockIdx.x * BLOCK + threadIdx.x) >> 5;
+        if (kg_warp >= (long long)({{BATCH}}) * ({{CHANNELS}}) * kg_gh * kg_segs) return;   // the whole warp
+        const int kg_seg = (int)(kg_warp % kg_segs);
+        const long long kg_t = kg_warp / kg_segs;
+        const int kg_oy0 = (int)(kg_t % kg_gh) * OUT_H;
+        const long long kg_plane = kg_t / kg_gh;   // n * C + c
+        const int kg_c = (int)(kg_plane % ({{CHANNELS}}));
+        const int kg_tx = threadIdx.x & 31;
+        const int kg_ox0 = kg_seg * kg_tile_ow;
+        const int kg_iy0 = kg_oy0 * kg_sh - kg_ph;   // input row of the first tap
+        const int kg_ix0 = kg_ox0 * kg_sw - kg_pw;   // input column of the first tap
+        const int kg_a0 = kg_ix0 & ~3;               // input column of shared column 0 (a multiple of 4)
+        const int kg_off = kg_ix0 - kg_a0;           // 0..3
+        const float* __restrict__ kg_in = {{IN}} + kg_plane * kg_h * kg_w;
+        float* kg_row = kg_rows + (threadIdx.x >> 5) * kg_pitch;
+        const bool kg_vec = VEC == 4 && (kg_w & 3) == 0 && ((unsigned long long)({{IN}}) & 15) == 0;
+
+        float kg_acc[OUT_H][OUT_W];
+#pragma unroll
+        for (int kg_i = 0; kg_i < OUT_H; ++kg_i)
+#pragma unroll
+            for (int kg_j = 0; kg_j < OUT_W; ++kg_j) kg_acc[kg_i][kg_j] = {{IDENTITY}};
+
+#pragma unroll
+        for (int kg_r = 0; kg_r < kg_span_rows; ++kg_r) {
+            const int kg_iy = kg_iy0 + kg_r;
+            if (kg_iy < 0 || kg_iy >= kg_h) continue;   // a padding row (the same in every lane)
+            const float* __restrict__ kg_src = kg_in + (long long)kg_iy * kg_w;
+            __syncwarp();   // every lane has folded the previous row
+            if (kg_vec) {   // W % 4 == 0: each float4 from a0 lies wholly inside the row or wholly outside
+#pragma unroll
+                for (int kg_k = 0; kg_k < (kg_vecs + 31) / 32; ++kg_k) {
+                    const int kg_q = kg_tx + 32 * kg_k, kg_ix = kg_a0 + 4 * kg_q;
+                    if (kg_q < kg_vecs) {
+                        float4 kg_v = make_float4({{IDENTITY}}, {{IDENTITY}}, {{IDENTITY}}, {{IDENTITY}});
+                        if (kg_ix >= 0 && kg_ix < kg_w) kg_v = __ldg(reinterpret_cast<const float4*>(kg_src + kg_ix));
+                        *reinterpret_cast<float4*>(kg_row + 4 * kg_q) = kg_v;
+                    }
+                }
+            } else {
+#pragma unroll 4
+                for (int kg_k = 0; kg_k < (kg_pitch + 31) / 32; ++kg_k) {
+                    const int kg_col = kg_tx + 32 * kg_k, kg_ix = kg_a0 + kg_col;
+                    if (kg_col < kg_pitch) kg_row[kg_col] = kg_ix >= 0 && kg_ix < kg_w ? __ldg(kg_src + kg_ix) : {{IDENTITY}};
+                }
+            }
+            __syncwarp();   // the row is in shared memory
+            // Fold row r into output row i where r = i * SH + ky * DH (decided at compile time).
+#pragma unroll
+            for (int kg_i = 0; kg_i < OUT_H; ++kg_i) {
+                const int kg_d = kg_r - kg_i * kg_sh;
+                if (kg_d < 0 || kg_d % kg_dh != 0 || kg_d / kg_dh >= kg_kh) continue;
+                const int kg_ky = kg_d / kg_dh;
+#pragma unroll
+                for (int kg_j = 0; kg_j < OUT_W; ++kg_j) {
+                    const float* kg_win = kg_row + kg_off + (kg_tx + 32 * kg_j) * kg_sw;
+#pragma unroll
+                    for (int kg_kx = 0; kg_kx < kg_kw; ++kg_kx)
+                        kg_acc[kg_i][kg_j] = kagent_accumulate({{args}}, kg_acc[kg_i][kg_j], kg_win[kg_kx * kg_dw], kg_c, kg_ky, kg_kx);
+                }
+            }
+        }
+
+        kagent_store_lanes({{args}}, kg_acc, kg_plane, kg_c, kg_oy0, kg_ox0 + kg_tx);
+    } else if constexpr (!kg_staged) {
         // Registers and the cache (STAGE=0): thread t owns the patch of outputs (oy0 + i, ox0 + j),
         // i < OUT_H, j < OUT_W; the grid holds at least one thread a patch (either grid expression).
         const int kg_gw = (kg_wo + OUT_W - 1) / OUT_W, kg_gh = (kg_ho + OUT_H - 1) / OUT_H;
@@ -271,7 +383,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK, kg_min_blocks) kagent_window
 #pragma unroll
             for (int kg_j = 0; kg_j < OUT_W; ++kg_j) kg_acc[kg_i][kg_j] = {{IDENTITY}};
 
-        __shared__ __align__(16) float kg_tile[kg_chunk * kg_pitch];
+        __shared__ __align__(16) float kg_tile[kg_staged ? kg_chunk * kg_pitch : 4];
         const int kg_a0 = kg_ix0 & ~3;               // input column of shared column 0 (a multiple of 4)
         const int kg_off = kg_ix0 - kg_a0;           // 0..3
         const bool kg_vec = VEC == 4 && (kg_w & 3) == 0 && ((unsigned long long)({{IN}}) & 15) == 0;
@@ -327,30 +439,6 @@ extern "C" __global__ void __launch_bounds__(BLOCK, kg_min_blocks) kagent_window
             if (kg_r0 + kg_chunk < kg_in_rows) __syncthreads();   // the next chunk overwrites the tile
         }
 
-#pragma unroll
-        for (int kg_i = 0; kg_i < OUT_H; ++kg_i) {
-            const int kg_oy = kg_oy0 + kg_ty * OUT_H + kg_i;
-            if (kg_oy >= kg_ho) break;
-            int kg_ny = 0;   // window rows inside the input
-#pragma unroll
-            for (int kg_ky = 0; kg_ky < kg_kh; ++kg_ky) {
-                const int kg_iy = kg_oy * kg_sh - kg_ph + kg_ky * kg_dh;
-                kg_ny += kg_iy >= 0 && kg_iy < kg_h;
-            }
-            float* kg_out = {{OUT}} + (kg_plane * kg_ho + kg_oy) * kg_wo;
-#pragma unroll
-            for (int kg_j = 0; kg_j < OUT_W; ++kg_j) {
-                const int kg_ox = kg_ox0 + kg_tx + 32 * kg_j;
-                if (kg_ox < kg_wo) {
-                    int kg_nx = 0;   // window columns inside the input
-#pragma unroll
-                    for (int kg_kx = 0; kg_kx < kg_kw; ++kg_kx) {
-                        const int kg_ix = kg_ox * kg_sw - kg_pw + kg_kx * kg_dw;
-                        kg_nx += kg_ix >= 0 && kg_ix < kg_w;
-                    }
-                    __stcs(kg_out + kg_ox, kagent_finalize({{args}}, kg_acc[kg_i][kg_j], kg_ny * kg_nx, kg_c));
-                }
-            }
-        }
+        kagent_store_lanes({{args}}, kg_acc, kg_plane, kg_c, kg_oy0 + kg_ty * OUT_H, kg_ox0 + kg_tx);
     }
 }

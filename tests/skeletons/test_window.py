@@ -10,9 +10,10 @@ import re
 import numpy as np
 import pytest
 
+from kernel_agent.check import check
 from kernel_agent.skeletons import LIBRARY, instantiate, library, parse_fills
 from kernel_agent.task import load_task
-from sandbox import parse_directives
+from sandbox import emulator_unavailable, parse_directives
 from sandbox.compiler import CompileJob, compile_many
 from sandbox.expr import evaluate_int
 from tests.paths import ROOT
@@ -213,7 +214,7 @@ def test_window2d_registers_path_is_correct_at_every_check_size(path):
             for out_h in map(int, knobs["OUT_H"]):
                 for vec in map(int, knobs["VEC"]):
                     for block in map(int, knobs["BLOCK"]):
-                        for stage in (0, 1):   # STAGE=1 falls back to this path on its tile grid
+                        for stage in (0, 1, 2):   # STAGE=1 and 2 fall back to this path on their grids
                             scope = {**dims, "BLOCK": block, "OUT_W": out_w, "OUT_H": out_h, "VEC": vec, "STAGE": stage}
                             threads = evaluate_int(entry.grid[0], scope) * evaluate_int(entry.block[0], scope)
                             patches = dims["N"] * dims["C"] * -(-dims["HO"] // out_h) * -(-dims["WO"] // out_w)
@@ -222,3 +223,22 @@ def test_window2d_registers_path_is_correct_at_every_check_size(path):
                     got = _window2d_emulate(x, g, fold, identity, out_w, out_h, vec, patches)
                     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12,
                                                err_msg=f"{path.stem} {dims} OUT_W={out_w} OUT_H={out_h} VEC={vec}")
+
+
+# --- window2d, STAGE=2 (a shared row a warp), run on the CPU emulator ----------------------------------
+# Every window2d fill at STAGE=2 with every value of the other knobs, each at every check size small
+# enough for the emulator: correct (on the H100 all 72 combinations of BLOCK 256/128, OUT_W, OUT_H,
+# VEC and STAGE of the three fills were correct too, 2026-12-06).
+
+
+@pytest.mark.skipif(emulator_unavailable() is not None, reason=str(emulator_unavailable()))
+@pytest.mark.parametrize("path", WINDOW2D_FILLS, ids=lambda p: p.stem)
+def test_window2d_warp_rows_path_is_correct_on_the_emulator(path, tmp_path):
+    task, instance = instance_of(path)
+    kernel = tmp_path / f"{task.name}.cu"
+    kernel.write_text(instance.source)
+    knobs = {k.name: list(k.values) for k in parse_directives(instance.source).knobs.values()}
+    assert "2" in knobs.pop("STAGE")
+    for combo in sample(knobs):
+        outcome = check(task, kernel, {**combo, "STAGE": "2"}, emulate=True)
+        assert outcome.message.startswith("correct at"), f"{path.stem} {combo}: {outcome.status.value}: {outcome.message}"

@@ -51,10 +51,15 @@ class GpuWorker:
         self.starts += 1
         began = time.perf_counter()
         parent, child = self._context.Pipe()
-        self._process = self._context.Process(target=self._target, args=(child, self.device), daemon=True)
-        self._process.start()
-        child.close()
-        self._conn = parent
+        process = self._context.Process(target=self._target, args=(child, self.device), daemon=True)
+        try:
+            process.start()   # kept only once started: closing must not wait on a process that never ran
+        except BaseException:
+            parent.close()
+            raise
+        finally:
+            child.close()
+        self._process, self._conn = process, parent
         if not parent.poll(START_TIMEOUT_S):
             self._kill()
             self._raise_if_interrupted()

@@ -54,6 +54,16 @@ def test_a_worker_that_cannot_start_is_a_sandbox_error():
         GpuWorker(target=fake_workers.broken).start()
 
 
+def test_a_process_that_cannot_be_launched_raises_its_own_error():
+    """When the worker's process cannot even be launched (here: its target cannot be pickled for the
+    spawned interpreter), that error reaches the caller; closing the worker afterwards does not replace
+    it with one about a process that never ran."""
+    with pytest.raises(Exception, match="pickle") as raised:
+        with GpuWorker(target=lambda conn, device: None) as worker:
+            worker.start()
+    assert not isinstance(raised.value, AssertionError)
+
+
 def test_an_interrupt_stops_the_call_in_flight_without_blaming_the_kernel():
     """Ctrl-C in a bench kills the worker from another thread: the call raises Interrupted (no
     timeout or runtime_error outcome that a journal could record), and nothing restarts it."""

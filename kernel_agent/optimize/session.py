@@ -250,8 +250,9 @@ def execute(run: Run, settings: Settings | None = None, hooks: Hooks | None = No
     if config.llm is not None and not config.llm.port:
         ports = []
     elif llm is None and ports and not run.task.variants:
+        tried = "the naive kernel's" + (f" and the given kernels' ({', '.join(config.given)})" if config.given else "")
         hooks.notice(f"{run.task.name} has only its naive kernel: porting a skeleton that fits it ({', '.join(ports)}) "
-                     "needs a model (--llm); without one only the naive kernel's knobs and generic edits are tried. "
+                     f"needs a model (--llm); without one only {tried} knobs and generic edits are tried. "
                      "Or fill one by hand: kagent port TASK --fills FILE")
     strategy = make_strategy(config.strategy, policies=policies, llm=llm,
                              llm_every=config.llm.every if config.llm else 2, ports=ports) \

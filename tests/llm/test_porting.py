@@ -66,7 +66,19 @@ def test_without_a_model_the_run_says_porting_needs_one(tmp_path, no_gpu):  # no
                                       "--no-warm-start", "--no-llm"], env={"KAGENT_CONFIG": str(tmp_path / "none")})
     said = " ".join(result.output.split())
     assert "porting a skeleton that fits it (elementwise) needs a model (--llm)" in said
+    assert "only the naive kernel's knobs and generic edits are tried" in said
     assert "kagent port TASK --fills FILE" in said
+
+
+def test_without_a_model_the_notice_counts_the_given_kernels(tmp_path, no_gpu):  # noqa: F811
+    """A kernel given with --kernel (a port filled by hand, say) is searched too: the notice says so."""
+    given = tmp_path / "mine.cu"
+    given.write_text((SOFTPLUS.parent / "softplus" / "naive.cu").read_text())
+    result = CliRunner().invoke(app, ["optimize", str(SOFTPLUS), "--kernel", str(given), "--out", str(tmp_path / "out"),
+                                      "--budget", "4", "--no-warm-start", "--no-llm"],
+                                env={"KAGENT_CONFIG": str(tmp_path / "none")})
+    said = " ".join(result.output.split())
+    assert "only the naive kernel's and the given kernels' (given_mine) knobs and generic edits are tried" in said, said
 
 
 def test_porting_can_be_left_out(tmp_path, no_gpu):  # noqa: F811

@@ -1,7 +1,8 @@
 """The planner owns the plan: each move of a batch is a Plan — repair a model's kernel, ask a model for
 a new structure or for a change in one area, or tune a parent's knobs with one specialist — with the
-parent it starts from and why. Parents: the best, one beside a failure, or a diverse one; specialists:
-a bandit over the rank rewards each has earned; noise on one specialist at a time while stalled."""
+parent it starts from and why. Parents: the best, a structure barely tuned, one beside a failure, or a
+diverse one; specialists: a bandit over the rank rewards each has earned; noise on one specialist at a
+time while stalled."""
 
 from __future__ import annotations
 
@@ -9,11 +10,18 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..seams import Candidate, Plan, Proposer, SearchState
+from ..seams import Attempt, Candidate, Plan, Proposer, SearchState
 from .specialists import Specialist
 
 EXPLOIT, BOUNDARY, DIVERSE = "best", "failure boundary", "diverse"
 PARENT_ODDS = ((EXPLOIT, 0.6), (BOUNDARY, 0.25), (DIVERSE, 0.15))
+# A kernel structure is judged by its default knobs until its own knobs are tried: one that is slower than
+# the best at its defaults (a port of a skeleton, say) is the parent this often until it has had
+# YOUNG_EVALUATIONS evaluations (avgpool2d's window2d port: 0.86x the naive kernel at its defaults, 1.04x
+# at STAGE=2, one knob away, kernel_agent/skeletons/README.md; a 24-evaluation run tried it 3 times).
+YOUNG = "a structure barely tuned"
+YOUNG_EVALUATIONS = 4
+YOUNG_ODDS = 0.3
 STALL_EVALUATIONS = 6  # evaluations without a new best before one specialist's choices get noisier
 NOISY_TEMPERATURE = 3.0
 UCB_WEIGHT = 0.7
@@ -145,6 +153,9 @@ class Planner:
         correct = [a for a in state.correct() if state.space.kernels[a.candidate.kernel].tunable]
         if not correct:
             return state.space.default(next(iter(state.space.kernels))), EXPLOIT
+        young = self._young(state, correct)
+        if young is not None and state.rng.random() < YOUNG_ODDS:
+            return young, YOUNG
         roll, total, why = state.rng.random(), 0.0, PARENT_ODDS[-1][0]
         for choice, odds in PARENT_ODDS:
             total += odds
@@ -160,6 +171,15 @@ class Planner:
             best = correct[0].candidate
             return max(correct[1:6], key=lambda a: a.candidate.distance(best)).candidate, DIVERSE
         return correct[0].candidate, EXPLOIT
+
+    @staticmethod
+    def _young(state: SearchState, correct: list[Attempt]) -> Candidate | None:
+        """The fastest candidate of the fastest kernel structure, other than the best's, that has had fewer
+        than YOUNG_EVALUATIONS evaluations (`correct`: fastest first)."""
+        evaluations = Counter(a.candidate.kernel for a in state.attempts)
+        best = correct[0].candidate.kernel
+        return next((a.candidate for a in correct
+                     if a.candidate.kernel != best and evaluations[a.candidate.kernel] < YOUNG_EVALUATIONS), None)
 
     def choose_specialist(self, state: SearchState, parent: Candidate, exclude: set[str]) -> Specialist | None:
         able = [s for n, s in self.specialists.items() if n not in exclude and s.can_act(parent, state.space)]

@@ -526,3 +526,25 @@ def test_a_small_model_ports_each_fitting_skeleton_again_once_its_ports_are_judg
     assert planner.port_plan(_NothingFast(), _PortingLLM(pending=False, passed=True)) is None
     assert planner.port_plan(_NothingFast(), _PortingLLM(pending=False)).role == "rowwise"
     assert planner.port_plan(_NothingFast(), _PortingLLM(pending=False, small=False)) is None
+
+
+def test_a_structure_slower_at_its_defaults_is_tuned_a_few_times_before_it_is_judged():
+    """The baseline (generic edits make it tunable) is fastest; the rowblock variant, measured once at its
+    defaults, is slower: it is the parent of some tune moves ("a structure barely tuned") until it has had
+    YOUNG_EVALUATIONS evaluations, then only the usual odds pick it."""
+    from kernel_agent.optimize.planner import YOUNG, YOUNG_EVALUATIONS, YOUNG_ODDS, Planner
+    from kernel_agent.seams import Attempt, SearchState
+
+    space = Space.of_task(load_task(LAYERNORM), generic=True)
+    assert space.kernels["baseline"].tunable and space.kernels["rowblock"].tunable
+    state = SearchState(space=space, rng=random.Random(0), kb=KnowledgeBase())
+    fast, slow = space.default("baseline"), space.default("rowblock")
+    state.attempts = [Attempt(n, fast, _outcome(Status.ok, 1.0), 0.0) for n in range(5)]
+    state.attempts.append(Attempt(5, slow, _outcome(Status.ok, 1.2), 0.0))
+    planner = Planner(specialists={})
+    picks = [planner.choose_parent(state) for _ in range(400)]
+    young = [parent for parent, why in picks if why == YOUNG]
+    assert young and all(parent == slow for parent in young)
+    assert abs(len(young) / len(picks) - YOUNG_ODDS) < 0.06
+    state.attempts += [Attempt(6 + n, slow, _outcome(Status.ok, 1.2), 0.0) for n in range(YOUNG_EVALUATIONS - 1)]
+    assert all(why != YOUNG for _, why in (planner.choose_parent(state) for _ in range(200)))

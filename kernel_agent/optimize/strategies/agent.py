@@ -21,7 +21,7 @@ from sandbox import SPECIALISTS
 
 from ...seams import Attempt, Candidate, Plan, Proposal, Proposer, SearchState, Strategy
 from ..neighbourhood import Neighbourhood
-from ..planner import EXPLOIT, STALL_EVALUATIONS, Planner
+from ..planner import EXPLOIT, STALL_EVALUATIONS, YOUNG, Planner
 from ..policy import PolicyBook
 from ..screening import Screen
 from ..specialists import Specialist
@@ -174,7 +174,7 @@ class AgentStrategy(Strategy):
                 if not self._forbidden(state, child):
                     options.append(child)
             if options:
-                weight = -LOCALITY_WEIGHT if why == EXPLOIT else NOVELTY_WEIGHT
+                weight = -LOCALITY_WEIGHT if why in (EXPLOIT, YOUNG) else NOVELTY_WEIGHT  # near its parent
 
                 def score(c: Candidate, specialist: Specialist = specialist, weight: float = weight) -> float:
                     novelty = min((c.distance(t) for t in taken), default=0)

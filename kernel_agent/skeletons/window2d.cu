@@ -136,6 +136,19 @@ __device__ __forceinline__ float kagent_finalize({{params}}, float acc, int coun
     {{FINALIZE}}
 }
 
+// How many of output o's TAPS taps (input positions o * STRIDE - PAD + k * DIL) lie in [0, n): a window's rows
+// or columns inside the input (padding taps are left out of an average's count).
+template <int TAPS, int STRIDE, int PAD, int DIL>
+__device__ __forceinline__ int kagent_taps_inside(int kg_o, int kg_n) {
+    int kg_count = 0;
+#pragma unroll
+    for (int kg_k = 0; kg_k < TAPS; ++kg_k) {
+        const int kg_x = kg_o * STRIDE - PAD + kg_k * DIL;
+        kg_count += kg_x >= 0 && kg_x < kg_n;
+    }
+    return kg_count;
+}
+
 // The shared-memory paths' stores: output (oy + i, ox + 32 * j) from acc[i][j], where it exists; a warp
 // stores rows of 32 neighbouring outputs.
 __device__ __forceinline__ void kagent_store_lanes({{params}}, const float (&kg_acc)[OUT_H][OUT_W], long long kg_plane,
@@ -145,24 +158,14 @@ __device__ __forceinline__ void kagent_store_lanes({{params}}, const float (&kg_
     for (int kg_i = 0; kg_i < OUT_H; ++kg_i) {
         const int kg_oy = kg_oy_first + kg_i;
         if (kg_oy >= kg_ho) break;
-        int kg_ny = 0;   // window rows inside the input
-#pragma unroll
-        for (int kg_ky = 0; kg_ky < kg_kh; ++kg_ky) {
-            const int kg_iy = kg_oy * kg_sh - kg_ph + kg_ky * kg_dh;
-            kg_ny += kg_iy >= 0 && kg_iy < kg_h;
-        }
+        const int kg_ny = kagent_taps_inside<kg_kh, kg_sh, kg_ph, kg_dh>(kg_oy, kg_h);
         float* kg_out = {{OUT}} + (kg_plane * kg_ho + kg_oy) * kg_wo;
 #pragma unroll
         for (int kg_j = 0; kg_j < OUT_W; ++kg_j) {
             const int kg_ox = kg_ox_lane + 32 * kg_j;
             if (kg_ox < kg_wo) {
-                int kg_nx = 0;   // window columns inside the input
-#pragma unroll
-                for (int kg_kx = 0; kg_kx < kg_kw; ++kg_kx) {
-                    const int kg_ix = kg_ox * kg_sw - kg_pw + kg_kx * kg_dw;
-                    kg_nx += kg_ix >= 0 && kg_ix < kg_w;
-                }
-                __stcs(kg_out + kg_ox, kagent_finalize({{args}}, kg_acc[kg_i][kg_j], kg_ny * kg_nx, kg_c));
+                const int kg_count = kg_ny * kagent_taps_inside<kg_kw, kg_sw, kg_pw, kg_dw>(kg_ox, kg_w);
+                __stcs(kg_out + kg_ox, kagent_finalize({{args}}, kg_acc[kg_i][kg_j], kg_count, kg_c));
             }
         }
     }
@@ -323,24 +326,13 @@ extern "C" __global__ void __launch_bounds__(BLOCK, kg_min_blocks) kagent_window
         else if constexpr (OUT_W % 2 == 0) kg_vout = kg_whole && (kg_wo & 1) == 0 && ((unsigned long long)({{OUT}}) & 7) == 0;
         int kg_nx[OUT_W];   // window columns inside the input, output column j
 #pragma unroll
-        for (int kg_j = 0; kg_j < OUT_W; ++kg_j) {
-            kg_nx[kg_j] = 0;
-#pragma unroll
-            for (int kg_kx = 0; kg_kx < kg_kw; ++kg_kx) {
-                const int kg_ix = (kg_ox0 + kg_j) * kg_sw - kg_pw + kg_kx * kg_dw;
-                kg_nx[kg_j] += kg_ix >= 0 && kg_ix < kg_w;
-            }
-        }
+        for (int kg_j = 0; kg_j < OUT_W; ++kg_j)
+            kg_nx[kg_j] = kagent_taps_inside<kg_kw, kg_sw, kg_pw, kg_dw>(kg_ox0 + kg_j, kg_w);
 #pragma unroll
         for (int kg_i = 0; kg_i < OUT_H; ++kg_i) {
             const int kg_oy = kg_oy0 + kg_i;
             if (kg_oy >= kg_ho) break;
-            int kg_ny = 0;   // window rows inside the input
-#pragma unroll
-            for (int kg_ky = 0; kg_ky < kg_kh; ++kg_ky) {
-                const int kg_iy = kg_oy * kg_sh - kg_ph + kg_ky * kg_dh;
-                kg_ny += kg_iy >= 0 && kg_iy < kg_h;
-            }
+            const int kg_ny = kagent_taps_inside<kg_kh, kg_sh, kg_ph, kg_dh>(kg_oy, kg_h);
             float* __restrict__ kg_out = {{OUT}} + (kg_plane * kg_ho + kg_oy) * kg_wo + kg_ox0;
             if (kg_vout) {   // OUT_W is even; the row start and ox0 are multiples of 4 (or 2)
 #pragma unroll
